@@ -1,0 +1,161 @@
+"""Data access for local corpora: documents, their chunks and full-text search over them.
+
+SQLite uses the FTS5 table ``chunks_fts`` ranked by ``bm25()``; PostgreSQL uses the generated ``tsv``
+column ranked by ``ts_rank_cd``. Both take the same OR-of-content-terms query so results are comparable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from veracity.db.models import Chunk, Document
+from veracity.text import content_terms, sha256_hex, sentence_spans
+
+
+@dataclass(frozen=True)
+class DocumentIn:
+    doc_id: str
+    title: str
+    text: str
+    url: str | None = None
+    source_path: str | None = None
+    published: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: int
+    doc_pk: int
+    doc_id: str
+    title: str
+    text: str
+    start: int
+    end: int
+    score: float
+    url: str | None
+    published: str | None
+
+
+def chunk_spans(text_: str, target_chars: int) -> list[tuple[int, int]]:
+    """Split a document into passages of about ``target_chars`` at sentence boundaries (offsets kept)."""
+    spans = sentence_spans(text_)
+    if not spans:
+        return []
+    chunks: list[tuple[int, int]] = []
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if e - start > target_chars and end > start:
+            chunks.append((start, end))
+            start = s
+        end = e
+    chunks.append((start, end))
+    return chunks
+
+
+async def upsert_document(
+    *, session: AsyncSession, corpus: str, doc: DocumentIn, chunk_chars: int
+) -> str:
+    """Insert or replace one document and its chunks. Returns 'added', 'updated' or 'unchanged'."""
+    digest = sha256_hex(doc.title + "\x00" + doc.text)
+    existing = await session.scalar(
+        select(Document).where(Document.corpus == corpus, Document.doc_id == doc.doc_id)
+    )
+    if existing is not None and existing.content_hash == digest:
+        return "unchanged"
+    if existing is not None:
+        await session.execute(delete(Chunk).where(Chunk.document_id == existing.id))
+        existing.title, existing.text, existing.content_hash = doc.title, doc.text, digest
+        existing.url, existing.source_path, existing.published = doc.url, doc.source_path, doc.published
+        document = existing
+        outcome = "updated"
+    else:
+        document = Document(
+            corpus=corpus,
+            doc_id=doc.doc_id,
+            title=doc.title,
+            text=doc.text,
+            url=doc.url,
+            source_path=doc.source_path,
+            content_hash=digest,
+            published=doc.published,
+        )
+        session.add(document)
+        outcome = "added"
+    await session.flush()
+    session.add_all(
+        Chunk(
+            document_id=document.id,
+            corpus=corpus,
+            ord=i,
+            start=s,
+            end=e,
+            title=doc.title,
+            text=doc.text[s:e],
+        )
+        for i, (s, e) in enumerate(chunk_spans(doc.text, chunk_chars))
+    )
+    await session.flush()
+    return outcome
+
+
+async def corpus_counts(*, session: AsyncSession) -> dict[str, int]:
+    result = await session.execute(select(Document.corpus, func.count()).group_by(Document.corpus))
+    return {name: count for name, count in result.all()}
+
+
+async def document_count(*, session: AsyncSession, corpus: str) -> int:
+    return int(await session.scalar(select(func.count()).where(Document.corpus == corpus)) or 0)
+
+
+_SAFE_TERM = re.compile(r"^[0-9a-z']+$")
+
+
+def _terms(query: str) -> list[str]:
+    return [t.replace("'", "") for t in content_terms(query) if _SAFE_TERM.match(t.replace("'", ""))]
+
+
+async def search_chunks(*, session: AsyncSession, corpus: str, query: str, k: int) -> list[ChunkHit]:
+    """Best ``k`` chunks of ``corpus`` for ``query`` (higher score is better)."""
+    terms = _terms(query)
+    if not terms:
+        return []
+    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+    if dialect == "sqlite":
+        sql = text(
+            "SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c.\"end\", "
+            "-bm25(chunks_fts, 2.0, 1.0) AS score, d.url, d.published "
+            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "JOIN documents d ON d.id = c.document_id "
+            "WHERE chunks_fts MATCH :q AND c.corpus = :corpus "
+            "ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT :k"
+        )
+        params = {"q": " OR ".join(f'"{t}"' for t in terms), "corpus": corpus, "k": k}
+    else:
+        sql = text(
+            "SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c.\"end\", "
+            "ts_rank_cd(c.tsv, q, 1) AS score, d.url, d.published "
+            "FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', :q) q "
+            "WHERE c.tsv @@ q AND c.corpus = :corpus "
+            "ORDER BY score DESC, c.id LIMIT :k"
+        )
+        params = {"q": " | ".join(terms), "corpus": corpus, "k": k}
+    result = await session.execute(sql, params)
+    return [
+        ChunkHit(
+            chunk_id=row[0],
+            doc_pk=row[1],
+            doc_id=row[2],
+            title=row[3],
+            text=row[4],
+            start=row[5],
+            end=row[6],
+            score=float(row[7]),
+            url=row[8],
+            published=row[9],
+        )
+        for row in result.all()
+    ]

@@ -1,0 +1,25 @@
+"""Run the Alembic history programmatically (the CLI, the server's start-up and the tests all use this)."""
+
+from __future__ import annotations
+
+from alembic import command
+from alembic.config import Config
+
+from veracity.settings import REPO_ROOT
+
+
+def alembic_config(url: str) -> Config:
+    config = Config(str(REPO_ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(REPO_ROOT / "migrations"))
+    config.attributes["url"] = url
+    config.attributes["configure_logging"] = False
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Synchronous: Alembic's env.py runs its own event loop. From async code use ``asyncio.to_thread``."""
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,116 @@
+"""Data access for runs, their events and their artifact versions. Callers own the transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from veracity.db.models import ArtifactVersion, ResearchRun, RunEvent, utcnow
+
+
+async def create_run(
+    *,
+    session: AsyncSession,
+    run_id: str,
+    template_id: str,
+    question: str,
+    corpus: str,
+    budgets: dict[str, Any],
+) -> ResearchRun:
+    run = ResearchRun(
+        id=run_id,
+        template_id=template_id,
+        question=question,
+        corpus=corpus,
+        status="pending",
+        metrics={},
+        budgets=budgets,
+    )
+    session.add(run)
+    await session.flush()
+    return run
+
+
+async def get_run(*, session: AsyncSession, run_id: str) -> ResearchRun | None:
+    return await session.get(ResearchRun, run_id)
+
+
+async def set_run_status(
+    *,
+    session: AsyncSession,
+    run_id: str,
+    status: str,
+    outcome: str | None = None,
+    error: str | None = None,
+    metrics: dict[str, Any] | None = None,
+) -> None:
+    values: dict[str, Any] = {"status": status, "updated_at": utcnow()}
+    if outcome is not None:
+        values["outcome"] = outcome
+    if error is not None:
+        values["error"] = error
+    if metrics is not None:
+        values["metrics"] = metrics
+    await session.execute(update(ResearchRun).where(ResearchRun.id == run_id).values(**values))
+
+
+async def recent_runs(*, session: AsyncSession, limit: int = 20) -> Sequence[ResearchRun]:
+    result = await session.execute(select(ResearchRun).order_by(ResearchRun.created_at.desc()).limit(limit))
+    return result.scalars().all()
+
+
+async def unfinished_runs(*, session: AsyncSession) -> Sequence[ResearchRun]:
+    result = await session.execute(select(ResearchRun).where(ResearchRun.status.in_(("pending", "running"))))
+    return result.scalars().all()
+
+
+async def append_event(*, session: AsyncSession, run_id: str, name: str, payload: dict[str, Any]) -> RunEvent:
+    """Store an event with the next per-run sequence number (1, 2, …); the seq is also its SSE id."""
+    current = await session.scalar(select(func.max(RunEvent.seq)).where(RunEvent.run_id == run_id))
+    event = RunEvent(run_id=run_id, seq=(current or 0) + 1, name=name, payload=payload)
+    session.add(event)
+    await session.flush()
+    return event
+
+
+async def events_after(
+    *, session: AsyncSession, run_id: str, after_seq: int = 0, limit: int | None = None
+) -> Sequence[RunEvent]:
+    query = select(RunEvent).where(RunEvent.run_id == run_id, RunEvent.seq > after_seq).order_by(RunEvent.seq)
+    if limit is not None:
+        query = query.limit(limit)
+    result = await session.execute(query)
+    return result.scalars().all()
+
+
+async def add_artifact_version(
+    *, session: AsyncSession, run_id: str, report: dict[str, Any], markdown: str
+) -> ArtifactVersion:
+    """Write the next version (1, 2, …) of a run's artifact."""
+    current = await session.scalar(
+        select(func.max(ArtifactVersion.version)).where(ArtifactVersion.run_id == run_id)
+    )
+    artifact = ArtifactVersion(run_id=run_id, version=(current or 0) + 1, report=report, markdown=markdown)
+    session.add(artifact)
+    await session.flush()
+    return artifact
+
+
+async def latest_artifact(*, session: AsyncSession, run_id: str) -> ArtifactVersion | None:
+    result = await session.execute(
+        select(ArtifactVersion)
+        .where(ArtifactVersion.run_id == run_id)
+        .order_by(ArtifactVersion.version.desc())
+        .limit(1)
+    )
+    return result.scalar_one_or_none()
+
+
+async def artifact_versions(*, session: AsyncSession, run_id: str) -> Sequence[ArtifactVersion]:
+    result = await session.execute(
+        select(ArtifactVersion).where(ArtifactVersion.run_id == run_id).order_by(ArtifactVersion.version)
+    )
+    return result.scalars().all()

@@ -1,0 +1,140 @@
+"""Pydantic models of a spec file. Unknown keys are refused so a typo in a YAML file fails loudly."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SectionSpec(Strict):
+    id: str
+    title: str
+    description: str
+    required: bool = False
+    min_evidence: int = Field(default=1, ge=0, le=50)
+    summary: bool = Field(
+        default=False, description="Written after, and only from, the claims of the other sections."
+    )
+    keywords: list[str] = Field(default_factory=list, description="Routing words for evidence → section.")
+    query_hint: str = Field(
+        default="{question}", description="How the heuristic planner phrases this section's sub-question."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("section ids are lower_snake_case")
+        return value
+
+    @field_validator("query_hint")
+    @classmethod
+    def _hint(cls, value: str) -> str:
+        if "{question}" not in value:
+            raise ValueError("query_hint must contain {question}")
+        return value
+
+
+class Budgets(Strict):
+    max_subtasks: int = Field(default=6, ge=1, le=16)
+    queries_per_subtask: int = Field(default=2, ge=1, le=8)
+    max_pages: int = Field(default=32, ge=1, le=500)
+    drafting_attempts: int = Field(default=2, ge=1, le=5)
+    model_calls: int = Field(default=0, ge=0)
+    tokens: int = Field(default=0, ge=0)
+
+
+class Policy(Strict):
+    escalation_phrases: list[str] = Field(default_factory=list)
+    advice_phrases: list[str] = Field(default_factory=list)
+    crisis_lexicon: list[str] = Field(default_factory=list)
+    disclaimer: dict[str, str] = Field(default_factory=dict, description="Disclaimer text per language code.")
+    citation_pattern: str | None = None
+    forbidden_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("forbidden_patterns")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            re.compile(pattern)
+        return value
+
+
+class ComposerDirectives(Strict):
+    min_chars: int = Field(default=0, ge=0)
+    max_chars: int = Field(default=20000, ge=1)
+    forbidden_patterns: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _range(self) -> ComposerDirectives:
+        if self.min_chars > self.max_chars:
+            raise ValueError("min_chars is larger than max_chars")
+        for pattern in self.forbidden_patterns:
+            re.compile(pattern)
+        return self
+
+
+class QaPolicy(Strict):
+    min_supported_required: int = Field(
+        default=1, ge=0, description="Required sections that must be `supported` for the report to ship."
+    )
+
+
+class DefaultSource(Strict):
+    kind: Literal["local", "web"] = "local"
+    corpus: str = "wiki"
+
+
+class EvalCase(Strict):
+    id: str
+    question: str
+    expect_outcome: str
+
+
+class Spec(Strict):
+    id: str
+    title: str
+    description: str
+    done_means: str = Field(description="What a finished report of this template looks like, for the picker.")
+    sections: list[SectionSpec] = Field(min_length=1)
+    budgets: Budgets = Field(default_factory=Budgets)
+    policy: Policy = Field(default_factory=Policy)
+    composer: ComposerDirectives = Field(default_factory=ComposerDirectives)
+    qa_policy: QaPolicy = Field(default_factory=QaPolicy)
+    default_source: DefaultSource = Field(default_factory=DefaultSource)
+    eval_cases: list[EvalCase] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("spec ids are lower_snake_case")
+        return value
+
+    @model_validator(mode="after")
+    def _sections(self) -> Spec:
+        ids = [s.id for s in self.sections]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate section ids in spec {self.id}")
+        if all(s.summary for s in self.sections):
+            raise ValueError("a spec needs at least one section that is not a summary")
+        return self
+
+    def section(self, section_id: str) -> SectionSpec:
+        for section in self.sections:
+            if section.id == section_id:
+                return section
+        raise KeyError(section_id)
+
+    @property
+    def evidence_sections(self) -> list[SectionSpec]:
+        """Sections that take evidence directly (summaries are written from the others)."""
+        return [s for s in self.sections if not s.summary]
