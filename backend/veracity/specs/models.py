@@ -59,6 +59,20 @@ class Policy(Strict):
     disclaimer: dict[str, str] = Field(default_factory=dict, description="Disclaimer text per language code.")
     citation_pattern: str | None = None
     forbidden_patterns: list[str] = Field(default_factory=list)
+    escalation_answer: str = Field(
+        default=(
+            "This question asks about a personal situation, which this research desk does not advise on. "
+            "Please speak to a qualified professional."
+        ),
+        description="The whole answer when the router escalates.",
+    )
+    crisis_answer: str = Field(
+        default=(
+            "It sounds like you may be going through something serious. Please contact local emergency "
+            "services or a crisis line now; a real person can help."
+        ),
+        description="The whole answer when the router or reviewer detects a crisis.",
+    )
 
     @field_validator("forbidden_patterns")
     @classmethod

@@ -1,0 +1,1 @@
+"""One node per module; each reads the run state and returns only the fields it owns."""

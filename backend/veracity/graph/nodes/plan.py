@@ -1,0 +1,82 @@
+"""``plan``: the heuristic planner. One sub-question per evidence section, phrased by the section's
+``query_hint``; every required section is always routed (seed 002's "NOT FOUND" lesson); a coverage
+reflection records which subtasks feed which section."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from veracity.domain import Subtask
+from veracity.graph.context import Context
+from veracity.graph.state import RunState
+from veracity.specs.models import Spec
+from veracity.text import content_terms
+
+logger = logging.getLogger(__name__)
+
+
+def heuristic_plan(question: str, spec: Spec) -> list[Subtask]:
+    sections = spec.evidence_sections
+    # Required sections first so a tight subtask budget never drops them.
+    ordered = [s for s in sections if s.required] + [s for s in sections if not s.required]
+    n = min(spec.budgets.max_subtasks, len(ordered))
+    subtasks: list[Subtask] = []
+    for i, section in enumerate(ordered[:n]):
+        sub_question = section.query_hint.format(question=question.strip())
+        focus = content_terms(question)
+        # The question's own words first (they carry relevance); the section's phrasing second.
+        queries = [" ".join(focus) or question.strip()]
+        if spec.budgets.queries_per_subtask > 1 and sub_question.strip().lower() != question.strip().lower():
+            queries.append(sub_question)
+        subtasks.append(
+            Subtask(
+                id=f"st{i + 1}",
+                question=sub_question,
+                queries=queries[: spec.budgets.queries_per_subtask],
+                target_sections=[section.id],
+                focus_terms=focus,
+            )
+        )
+    # Sections beyond the budget ride along with existing subtasks, round-robin.
+    for j, section in enumerate(ordered[n:]):
+        subtasks[j % n].target_sections.append(section.id)
+    return subtasks
+
+
+def coverage(subtasks: list[Subtask], spec: Spec) -> dict[str, list[str]]:
+    return {s.id: [t.id for t in subtasks if s.id in t.target_sections] for s in spec.evidence_sections}
+
+
+def ensure_core_sections(subtasks: list[Subtask], spec: Spec) -> list[Subtask]:
+    """Route any required evidence section no subtask targets into the first subtask."""
+    routed = {sid for t in subtasks for sid in t.target_sections}
+    for section in spec.evidence_sections:
+        if section.required and section.id not in routed:
+            subtasks[0].target_sections.append(section.id)
+    return subtasks
+
+
+async def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
+    spec = runtime.context.spec
+    subtasks = ensure_core_sections(heuristic_plan(state["question"], spec), spec)
+    cover = coverage(subtasks, spec)
+    unrouted = [sid for sid, ids in cover.items() if not ids]
+    logger.info("run %s planned %d subtasks", state["run_id"], len(subtasks))
+    await runtime.context.emit(
+        "planner_complete",
+        {
+            "planner": "heuristic",
+            "subtasks": [t.model_dump() for t in subtasks],
+            "coverage": cover,
+            "unrouted_sections": unrouted,
+            "summary_sections": [s.id for s in spec.sections if s.summary],
+        },
+    )
+    await runtime.context.emit(
+        "retrieve_map_started",
+        {"subtasks": [{"subtask_id": t.id, "status": "pending", "question": t.question} for t in subtasks]},
+    )
+    return {"subtasks": subtasks, "coverage": cover}

@@ -1,0 +1,32 @@
+"""``synthesize`` (one branch per subtask): route the subtask's own evidence into its target sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from veracity.domain import Shard
+from veracity.graph.context import Context
+from veracity.graph.state import SynthesizeTask
+from veracity.synthesis import route_shard
+
+
+async def synthesize(task: SynthesizeTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = runtime.context
+    subtask = task["subtask"]
+    await ctx.emit("synthesize_map_progress", {"subtask_id": subtask.id, "status": "running", "evidences": 0})
+    targets = [ctx.spec.section(sid) for sid in subtask.target_sections]
+    sections, orphans = route_shard(task["evidence"], targets)
+    shard = Shard(subtask_id=subtask.id, sections=sections, orphans=orphans)
+    await ctx.emit(
+        "synthesize_map_progress",
+        {
+            "subtask_id": subtask.id,
+            "status": "done",
+            "evidences": len(task["evidence"]),
+            "sections": {sid: len(ids) for sid, ids in sections.items()},
+            "orphans": orphans,
+        },
+    )
+    return {"shards": [shard]}

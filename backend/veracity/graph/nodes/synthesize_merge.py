@@ -1,0 +1,29 @@
+"""``synthesize_merge``: collapse shards into per-section evidence, dedupe, backfill empty required sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from veracity.graph.context import Context
+from veracity.graph.state import RunState
+from veracity.synthesis import backfill
+
+
+async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
+    spec = runtime.context.spec
+    evidence = state.get("evidence", [])
+    rank = {ev.id: i for i, ev in enumerate(evidence)}
+    sections: dict[str, list[str]] = {s.id: [] for s in spec.evidence_sections}
+    for shard in sorted(state.get("shards", []), key=lambda s: s.subtask_id):
+        for sid, ids in shard.sections.items():
+            sections.setdefault(sid, []).extend(ids)
+    # An evidence id lands once per section, best-scored first.
+    sections = {sid: sorted(set(ids), key=lambda i: rank.get(i, len(rank))) for sid, ids in sections.items()}
+    sections, filled = backfill(spec, sections, evidence)
+    await runtime.context.emit(
+        "synthesize_merge_complete",
+        {"sections": {sid: len(ids) for sid, ids in sections.items()}, "backfilled": filled},
+    )
+    return {"section_evidence": sections}

@@ -1,0 +1,67 @@
+"""Run state and the payloads of the two fan-outs. Nodes read state and return only the fields they own.
+
+Fields written by parallel branches (``Send``) use an additive reducer so that every branch's output is
+kept; everything else is last-writer-wins and written by exactly one node.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal, TypedDict
+
+from veracity.domain import BranchStat, Evidence, SectionDraft, Shard, Subtask, Violation
+
+
+class RunState(TypedDict, total=False):
+    run_id: str
+    """The run's ID (32 hex characters); on every log line."""
+    question: str
+    """The user's question, validated before the graph starts."""
+    corpus: str
+    """Local corpus searched by the retrieve branches."""
+    route: Literal["proceed", "escalate", "crisis"]
+    """Written by ``route``: whether the run goes on to planning."""
+    route_reason: str
+    """Why ``route`` decided as it did (the matched phrase, or 'no policy phrase matched')."""
+    subtasks: list[Subtask]
+    """Written by ``plan``: one entry per retrieve branch."""
+    coverage: dict[str, list[str]]
+    """Written by ``plan``: section id → subtask ids routed to it (the planner's coverage reflection)."""
+    evidences: Annotated[list[Evidence], operator.add]
+    """Appended by every ``retrieve`` branch, before dedupe."""
+    branch_stats: Annotated[list[BranchStat], operator.add]
+    """Appended by every ``retrieve`` branch: counters and failure reason."""
+    evidence: list[Evidence]
+    """Written by ``retrieve_merge``: deduplicated evidence, best-scored first."""
+    shards: Annotated[list[Shard], operator.add]
+    """Appended by every ``synthesize`` branch."""
+    section_evidence: dict[str, list[str]]
+    """Written by ``synthesize_merge``: section id → evidence ids, deduplicated and backfilled."""
+    attempt: int
+    """Drafting attempts so far; ``compose`` increments it."""
+    draft: list[SectionDraft]
+    """Written by ``compose``: the sections with anchored claims; labels and status filled by ``verify``."""
+    violations: list[Violation]
+    """Written by ``verify``: what failed in the latest draft; fed to the next ``compose``."""
+    verdict: Literal["ok", "revise", "crisis"]
+    """Written by ``verify``."""
+    decision: Literal["ship", "revise", "handoff", "crisis", "fail_safe"]
+    """Written by ``decide``; routes the graph back to ``compose`` or to the end."""
+    decision_reason: str
+    """Why ``decide`` decided as it did."""
+
+
+class RetrieveTask(TypedDict):
+    """What one ``retrieve`` branch sees (sent by the fan-out)."""
+
+    run_id: str
+    corpus: str
+    subtask: Subtask
+
+
+class SynthesizeTask(TypedDict):
+    """What one ``synthesize`` branch sees (sent by the fan-out)."""
+
+    run_id: str
+    subtask: Subtask
+    evidence: list[Evidence]

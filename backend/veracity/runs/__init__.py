@@ -1,0 +1,1 @@
+"""Runs: executing the graph, persisting events and artifacts, and reducing events into a view."""

@@ -1,0 +1,251 @@
+"""Starting and executing runs. A run is an asyncio task owned by the service, not by any request:
+closing the browser tab never stops or loses it. Every event is persisted before anyone sees it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from veracity import messages
+from veracity.db import corpus_repo, runs_repo
+from veracity.db.models import RunEvent
+from veracity.domain import Report
+from veracity.errors import BadInput, NotFound
+from veracity.graph.context import Context, RetrievalCoordinator, SearchProvider
+from veracity.runs import gate
+from veracity.runs.events import TERMINAL_EVENTS
+from veracity.runs.floor import floor_report, routed_report
+from veracity.runs.notifier import RunNotifier
+from veracity.runs.report import render_markdown, shipped_report
+from veracity.settings import Settings
+from veracity.specs.models import Spec
+from veracity.specs.registry import SpecRegistry
+
+logger = logging.getLogger(__name__)
+
+RUN_ID_LEN = 32
+
+
+def check_run_id(run_id: str) -> str:
+    if len(run_id) != RUN_ID_LEN or any(c not in "0123456789abcdef" for c in run_id):
+        raise BadInput(messages.RUN_ID_MALFORMED.format(run_id=run_id[:80]))
+    return run_id
+
+
+def parse_last_event_id(value: str | None) -> int:
+    if value is None or value.strip() == "":
+        return 0
+    value = value.strip()
+    if not value.isdigit():
+        raise BadInput(messages.LAST_EVENT_ID_MALFORMED.format(value=value[:40]))
+    return int(value)
+
+
+class RunService:
+    def __init__(
+        self,
+        *,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        registry: SpecRegistry,
+        settings: Settings,
+        graph: CompiledStateGraph,
+        search: SearchProvider,
+        notifier: RunNotifier | None = None,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.registry = registry
+        self.settings = settings
+        self.graph = graph
+        self.search = search
+        self.notifier = notifier or RunNotifier()
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # ---- validation -------------------------------------------------------------------------------
+    async def validate(self, *, question: str, template: str, corpus: str | None) -> tuple[str, Spec, str]:
+        question = (question or "").strip()
+        if not question:
+            raise BadInput(messages.QUESTION_EMPTY)
+        limit = self.settings.limits.max_question_chars
+        if len(question) > limit:
+            raise BadInput(messages.QUESTION_TOO_LONG.format(length=len(question), limit=limit))
+        spec = self.registry.get(template)
+        corpus = (corpus or "").strip() or spec.default_source.corpus or self.settings.corpus.default
+        async with self.sessionmaker() as session:
+            counts = await corpus_repo.corpus_counts(session=session)
+        if corpus not in counts:
+            raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=corpus, known=", ".join(sorted(counts)) or "none"))
+        return question, spec, corpus
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+    async def start(self, *, question: str, template: str, corpus: str | None = None) -> str:
+        """Validate, persist the run, and start executing it in the background. Returns the run ID."""
+        started = time.perf_counter()
+        question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
+        run_id = uuid.uuid4().hex
+        async with self.sessionmaker() as session, session.begin():
+            await runs_repo.create_run(
+                session=session, run_id=run_id, template_id=spec.id, question=question, corpus=corpus,
+                budgets=spec.budgets.model_dump(),
+            )
+        task = asyncio.create_task(self.execute(run_id, spec, question, corpus, started), name=f"run-{run_id}")
+        self._tasks[run_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
+        return run_id
+
+    async def wait(self, run_id: str) -> None:
+        task = self._tasks.get(run_id)
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        """Let running runs finish (bounded); whatever is left is marked interrupted at next start-up."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks.values()), timeout=timeout)
+
+    async def recover_interrupted(self) -> list[str]:
+        """Runs left pending/running by a process that died get an ``error`` event and status failed."""
+        async with self.sessionmaker() as session:
+            stale = [r.id for r in await runs_repo.unfinished_runs(session=session) if r.id not in self._tasks]
+        for run_id in stale:
+            await self._fail(run_id, messages.RUN_INTERRUPTED)
+        return stale
+
+    # ---- events -----------------------------------------------------------------------------------
+    async def emit(self, run_id: str, name: str, payload: dict[str, Any]) -> None:
+        lock = self._locks.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            async with self.sessionmaker() as session, session.begin():
+                await runs_repo.append_event(session=session, run_id=run_id, name=name, payload=payload)
+        await self.notifier.notify(run_id)
+
+    async def tail(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
+        """Stored events after ``after_seq``, then live ones as they are persisted, until a terminal event."""
+        last = after_seq
+        while True:
+            async with self.sessionmaker() as session:
+                run = await runs_repo.get_run(session=session, run_id=run_id)
+                if run is None:
+                    raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+                batch = await runs_repo.events_after(session=session, run_id=run_id, after_seq=last)
+                finished = run.status in ("done", "failed")
+            for event in batch:
+                last = event.seq
+                yield event
+                if event.name in TERMINAL_EVENTS:
+                    return
+            if finished and not batch:
+                return
+            if not batch:
+                await self.notifier.wait(run_id, timeout=1.0)
+
+    # ---- execution --------------------------------------------------------------------------------
+    async def execute(self, run_id: str, spec: Spec, question: str, corpus: str, started: float) -> None:
+        emit_started = time.perf_counter()
+        try:
+            await self.emit(
+                run_id, "run_started",
+                {"run_id": run_id, "template": spec.id, "question": question, "corpus": corpus,
+                 "sections": [s.id for s in spec.sections], "budgets": spec.budgets.model_dump()},
+            )
+            first_event_ms = (time.perf_counter() - started) * 1000
+            async with self.sessionmaker() as session, session.begin():
+                await runs_repo.set_run_status(session=session, run_id=run_id, status="running")
+
+            async def emit(name: str, payload: dict[str, Any]) -> None:
+                await self.emit(run_id, name, payload)
+
+            context = Context(
+                spec=spec, search=self.search, emit=emit, limits=self.settings.limits,
+                coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
+            )
+            state = await self.graph.ainvoke(
+                {"run_id": run_id, "question": question, "corpus": corpus}, context=context
+            )
+            report = self._finish(run_id, spec, question, corpus, state)
+            report.metrics = self._metrics(state, started, emit_started, first_event_ms)
+            await self._store(run_id, spec, report)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._fail(run_id, messages.RUN_INTERRUPTED))
+            raise
+        except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run
+            logger.exception("run %s failed", run_id)
+            await self._fail(run_id, messages.RUN_FAILED.format(reason=f"{type(exc).__name__}: {exc}"))
+
+    def _finish(self, run_id: str, spec: Spec, question: str, corpus: str, state: dict[str, Any]) -> Report:
+        """Outside the graph: the floor replaces anything not shippable."""
+        common = {"run_id": run_id, "spec": spec, "question": question, "corpus": corpus}
+        if state.get("route", "proceed") != "proceed":
+            return routed_report(**common, route=state["route"], reason=state.get("route_reason", ""))
+        if state.get("decision") == "ship":
+            return shipped_report(**common, draft=state["draft"], evidence=state.get("evidence", []))
+        return floor_report(
+            **common, evidence=state.get("evidence", []), reason=state.get("decision_reason", "not shippable")
+        )
+
+    async def _store(self, run_id: str, spec: Spec, report: Report) -> None:
+        """The pre-persistence gate, then the artifact, the run's status and `complete` in one transaction."""
+        rejections: list[str] = []
+        candidate = report
+        while problems := gate.check(candidate, spec):
+            rejections.append("; ".join(problems))
+            logger.warning("run %s gate rejected the %s report: %s", run_id, candidate.outcome, rejections[-1])
+            await self.emit(run_id, "gate_rejected", {"outcome": candidate.outcome, "problems": problems})
+            if len(rejections) >= gate.MAX_REJECTIONS:
+                await self._fail(run_id, "store_artifact_loop_abort")
+                return
+            candidate = floor_report(
+                run_id=run_id, spec=spec, question=report.question, corpus=report.corpus,
+                evidence=[], reason=f"the pre-persistence gate rejected the report ({rejections[-1]})",
+            )
+            candidate.metrics = report.metrics
+        lock = self._locks.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            async with self.sessionmaker() as session, session.begin():
+                artifact = await runs_repo.add_artifact_version(
+                    session=session, run_id=run_id, report=candidate.model_dump(mode="json"),
+                    markdown=render_markdown(candidate),
+                )
+                await runs_repo.set_run_status(
+                    session=session, run_id=run_id, status="done", outcome=candidate.outcome,
+                    metrics=dict(candidate.metrics),
+                )
+                await runs_repo.append_event(
+                    session=session, run_id=run_id, name="complete",
+                    payload={"outcome": candidate.outcome, "version": artifact.version,
+                             "report": candidate.model_dump(mode="json"), "metrics": candidate.metrics},
+                )
+        await self.notifier.notify(run_id)
+        self._locks.pop(run_id, None)
+
+    async def _fail(self, run_id: str, message: str) -> None:
+        lock = self._locks.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            async with self.sessionmaker() as session, session.begin():
+                await runs_repo.set_run_status(session=session, run_id=run_id, status="failed", error=message)
+                await runs_repo.append_event(session=session, run_id=run_id, name="error", payload={"message": message})
+        await self.notifier.notify(run_id)
+        self._locks.pop(run_id, None)
+
+    @staticmethod
+    def _metrics(state: dict[str, Any], started: float, emit_started: float, first_event_ms: float) -> dict[str, Any]:
+        stats = state.get("branch_stats", [])
+        draft = state.get("draft", [])
+        return {
+            "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
+            "first_event_ms": round(first_event_ms, 1),
+            "subtasks": len(state.get("subtasks", [])),
+            "queries": sum(s.queries for s in stats),
+            "pages": sum(s.pages for s in stats),
+            "failed_branches": sum(1 for s in stats if s.status == "failed"),
+            "evidences": len(state.get("evidence", [])),
+            "claims": sum(len(s.claims) for s in draft),
+            "attempts": state.get("attempt", 0),
+        }

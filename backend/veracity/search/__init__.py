@@ -1,0 +1,1 @@
+"""Search providers (one protocol) and evidence extraction from what they return."""

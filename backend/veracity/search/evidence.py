@@ -1,0 +1,83 @@
+"""Sentence-level evidence from search hits: fact-shaped sentences with exact offsets and a content hash."""
+
+from __future__ import annotations
+
+import re
+
+from veracity.domain import Evidence, SourceRef
+from veracity.graph.context import SearchHit
+from veracity.text import content_terms, sentence_spans, sha256_hex, words
+
+_MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
+_NAVISH = re.compile(r"^(see also|references|external links|click|read more|share|subscribe)\b", re.I)
+
+
+def is_fact_shaped(sentence: str) -> bool:
+    """A declarative sentence of reasonable length, not a heading, list stub or navigation text."""
+    if not (_MIN_CHARS <= len(sentence) <= _MAX_CHARS):
+        return False
+    if len(words(sentence)) < _MIN_WORDS or sentence.endswith((":", "?")) or _NAVISH.match(sentence):
+        return False
+    letters = sum(ch.isalpha() for ch in sentence)
+    return letters >= 0.6 * len(sentence.replace(" ", ""))
+
+
+def evidence_id(doc_id: str, start: int, end: int) -> str:
+    return "ev" + sha256_hex(f"{doc_id}\x00{start}\x00{end}")[:10]
+
+
+def extract_evidence(
+    hit: SearchHit, *, query: str, focus_terms: list[str], subtask_id: str, corpus: str, fetched_at: str
+) -> list[Evidence]:
+    """Fact-shaped sentences of a hit that touch the question's own words (in the sentence or the title)."""
+    terms = set(content_terms(query))
+    focus = set(focus_terms) or terms
+    title_words = set(words(hit.title))
+    out: list[Evidence] = []
+    for s, e in sentence_spans(hit.text):
+        sentence = hit.text[s:e]
+        if not is_fact_shaped(sentence):
+            continue
+        sentence_words = set(words(sentence))
+        focus_hit = len(focus & (sentence_words | title_words)) / max(1, len(focus))
+        if focus_hit == 0:
+            continue
+        overlap = 0.7 * focus_hit + 0.3 * len(terms & sentence_words) / max(1, len(terms))
+        start, end = hit.start + s, hit.start + e
+        out.append(
+            Evidence(
+                id=evidence_id(hit.doc_id, start, end),
+                quote=sentence,
+                start=start,
+                end=end,
+                content_hash=sha256_hex(sentence),
+                source=SourceRef(
+                    doc_id=hit.doc_id,
+                    title=hit.title,
+                    url=hit.url,
+                    published=hit.published,
+                    fetched_at=fetched_at,
+                    corpus=corpus,
+                ),
+                origin_subtask_id=subtask_id,
+                # The passage's rank score, lifted by how much of the sub-question the sentence itself covers;
+                # earlier sentences of a passage (Wikipedia leads put the definition first) get a small edge.
+                score=round(hit.score * (0.5 + overlap) * (1.0 - min(s, 2000) / 20000), 6),
+            )
+        )
+    return out
+
+
+def fingerprint(ev: Evidence) -> str:
+    """Near-identical dedupe key: normalised quote words plus the source's document (or host)."""
+    return sha256_hex(" ".join(words(ev.quote)) + "\x00" + (ev.source.url or ev.source.doc_id))
+
+
+def dedupe_near_identical(evidence: list[Evidence]) -> list[Evidence]:
+    """Keep the best-scored of each fingerprint; result sorted best first (ties by id, deterministic)."""
+    best: dict[str, Evidence] = {}
+    for ev in evidence:
+        key = fingerprint(ev)
+        if key not in best or ev.score > best[key].score:
+            best[key] = ev
+    return sorted(best.values(), key=lambda ev: (-ev.score, ev.id))
