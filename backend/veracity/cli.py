@@ -1,0 +1,248 @@
+"""The ``veracity`` command line. Errors go to stderr with a non-zero exit; ``--json`` output to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from veracity import messages
+from veracity.errors import BadInput, VeracityError
+from veracity.settings import Settings, get_settings
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+def _err(message: str) -> None:
+    print(f"veracity: {message}", file=sys.stderr)
+
+
+class _Runtime:
+    """Engine, migrations and the run service for one CLI invocation."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def __aenter__(self) -> _Runtime:
+        from veracity.db.engine import make_engine, make_sessionmaker
+        from veracity.db.migrate import upgrade
+
+        await asyncio.to_thread(upgrade, self.settings.database.url)
+        self.engine = make_engine(self.settings.database.url)
+        self.sessionmaker = make_sessionmaker(self.engine)
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.engine.dispose()
+
+    def service(self) -> Any:
+        from veracity.graph.builder import build_graph
+        from veracity.runs.service import RunService
+        from veracity.search.local import LocalSearch
+        from veracity.specs.registry import SpecRegistry
+
+        return RunService(
+            sessionmaker=self.sessionmaker, registry=SpecRegistry.load(), settings=self.settings,
+            graph=build_graph(), search=LocalSearch(self.sessionmaker),
+        )
+
+
+# ---- commands --------------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from veracity.web.app import create_app
+
+    host = args.host or settings.server.host
+    port = args.port or settings.server.port
+    print(f"Veracity is serving on http://{host}:{port}/", flush=True)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level.lower())
+    return 0
+
+
+async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from veracity.corpus.ingest import ingest_path
+
+    async with _Runtime(settings) as rt:
+        report = await ingest_path(
+            sessionmaker=rt.sessionmaker, path=Path(args.path), corpus=args.corpus,
+            chunk_chars=settings.corpus.chunk_chars, progress=lambda line: print(line, file=sys.stderr),
+        )
+    for error in report.errors:
+        _err(error)
+    summary = report.as_dict()
+    if args.json:
+        print(json.dumps({"corpus": args.corpus, **summary}))
+    else:
+        print(
+            f"corpus {args.corpus}: {report.files} file(s), {report.added} added, {report.updated} updated, "
+            f"{report.unchanged} unchanged, {len(report.errors)} failed"
+        )
+    return EXIT_FAILED if report.errors else 0
+
+
+async def _load_default(_args: argparse.Namespace, settings: Settings) -> int:
+    from veracity.corpus.wiki import ensure_wiki_corpus
+
+    async with _Runtime(settings) as rt:
+        report = await ensure_wiki_corpus(sessionmaker=rt.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
+    if report is None:
+        print("corpus wiki: already loaded")
+    else:
+        print(f"corpus wiki: {report.added} documents loaded")
+    return 0
+
+
+async def _migrate(_args: argparse.Namespace, settings: Settings) -> int:
+    async with _Runtime(settings):
+        pass
+    print("database is at the latest migration")
+    return 0
+
+
+def _search_hits(hits: Sequence[Any]) -> list[dict[str, Any]]:
+    """One hit per document (its best passage), best first."""
+    out: dict[str, dict[str, Any]] = {}
+    for h in hits:
+        if h.doc_id not in out:
+            out[h.doc_id] = {"doc_id": h.doc_id, "title": h.title, "score": round(h.score, 6), "text": h.text}
+    return list(out.values())
+
+
+async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    from veracity.db.corpus_repo import corpus_counts, search_chunks
+
+    if args.query is None and args.queries is None:
+        raise BadInput("give a QUERY or --queries FILE.jsonl")
+    async with _Runtime(settings) as rt:
+        async with rt.sessionmaker() as session:
+            counts = await corpus_counts(session=session)
+            if args.corpus not in counts:
+                raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=args.corpus, known=", ".join(sorted(counts)) or "none"))
+
+            async def run(query: str) -> list[dict[str, Any]]:
+                # Over-fetch passages so that k distinct documents survive the per-document collapse.
+                hits = await search_chunks(session=session, corpus=args.corpus, query=query, k=args.k * 3)
+                return _search_hits(hits)[: args.k]
+
+            if args.queries:
+                for number, line in enumerate(Path(args.queries).read_text(encoding="utf-8").splitlines(), 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        item = json.loads(line)
+                        qid, query = item["id"], item["query"]
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        raise BadInput(messages.QUERIES_FILE_BAD_LINE.format(path=args.queries, line=number)) from None
+                    print(json.dumps({"id": qid, "hits": await run(str(query))}))
+                return 0
+            if not args.query.strip():
+                raise BadInput(messages.SEARCH_QUERY_EMPTY)
+            hits = await run(args.query)
+    if args.json:
+        print(json.dumps({"query": args.query, "hits": hits}))
+    else:
+        for i, hit in enumerate(hits, 1):
+            print(f"{i:>2}. {hit['title'] or hit['doc_id']}  ({hit['score']:.3f})\n    {hit['text'][:160]}")
+    return 0
+
+
+async def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    from veracity.db import runs_repo
+
+    async with _Runtime(settings) as rt:
+        service = rt.service()
+        run_id = await service.start(question=args.question, template=args.template, corpus=args.corpus)
+        print(f"run {run_id} started", file=sys.stderr)
+        async for event in service.tail(run_id):
+            line = f"[{event.seq:>3}] {event.name}"
+            if "subtask_id" in event.payload:
+                line += f" {event.payload['subtask_id']} {event.payload.get('status', '')}"
+            print(line, file=sys.stderr)
+        await service.wait(run_id)
+        async with rt.sessionmaker() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+            artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+    if artifact is None:
+        _err(run.error if run is not None and run.error else "the run produced no report")
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(artifact.report))
+    else:
+        print(artifact.markdown)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="veracity", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="serve the web app and API")
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+
+    p = sub.add_parser("ingest", help="ingest files or folders (.md .txt .html .pdf .jsonl) into a corpus")
+    p.add_argument("path")
+    p.add_argument("--corpus", default="local")
+    p.add_argument("--json", action="store_true")
+
+    sub.add_parser("load-default-corpus", help="load the bundled Wikipedia lead sections when the wiki corpus is empty")
+    sub.add_parser("migrate", help="bring the database to the latest migration")
+
+    p = sub.add_parser("search", help="search a corpus")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--corpus", default=None)
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--queries", help="JSONL file of {\"id\", \"query\"}; one output line each")
+
+    p = sub.add_parser("ask", help="research a question and print the report")
+    p.add_argument("question")
+    p.add_argument("--template", default="market_brief")
+    p.add_argument("--corpus", default=None)
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+COMMANDS = {
+    "ingest": _ingest,
+    "load-default-corpus": _load_default,
+    "migrate": _migrate,
+    "search": _search,
+    "ask": _ask,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = get_settings()
+    except ValueError as exc:
+        _err(f"invalid settings: {exc}")
+        return EXIT_BAD_INPUT
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command != "serve":
+        logging.getLogger().setLevel(max(logging.WARNING, logging.getLogger().level))
+    if args.command == "search" and args.corpus is None:
+        args.corpus = settings.corpus.default
+    if args.command == "serve":
+        return cmd_serve(args, settings)
+    try:
+        return asyncio.run(COMMANDS[args.command](args, settings))
+    except VeracityError as exc:
+        _err(exc.message)
+        return EXIT_BAD_INPUT if isinstance(exc, BadInput) else EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""HTTP edge: the JSON/SSE API, the pages, and the one place events become SSE messages."""

@@ -1,0 +1,104 @@
+"""The JSON and SSE API under /v1, and /healthz."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from sqlalchemy import text
+from sse_starlette import EventSourceResponse
+
+from veracity import messages
+from veracity.db import corpus_repo, runs_repo
+from veracity.errors import NotFound
+from veracity.runs.service import check_run_id, parse_last_event_id
+from veracity.web.deps import ServiceDep, SessionDep, SettingsDep
+from veracity.web.sse import json_stream
+
+router = APIRouter()
+
+
+class ResearchRequest(BaseModel):
+    question: str = Field(description="What to research (1–2,000 characters).")
+    template: str = Field(default="market_brief", description="A spec id, e.g. market_brief.")
+    corpus: str | None = Field(default=None, description="Local corpus to search; the template's default if omitted.")
+
+
+@router.post("/v1/research/stream", summary="Start a run and stream its events (SSE)")
+async def research_stream(body: ResearchRequest, service: ServiceDep, settings: SettingsDep) -> EventSourceResponse:
+    run_id = await service.start(question=body.question, template=body.template, corpus=body.corpus)
+    return EventSourceResponse(
+        json_stream(service.tail(run_id)), ping=settings.limits.sse_ping_seconds, headers={"X-Run-Id": run_id}
+    )
+
+
+async def _run_or_404(session: Any, run_id: str) -> Any:
+    check_run_id(run_id)
+    run = await runs_repo.get_run(session=session, run_id=run_id)
+    if run is None:
+        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+    return run
+
+
+@router.get("/v1/research/{run_id}/events", summary="Replay a run's stored events, then follow it live (SSE)")
+async def research_events(
+    run_id: str,
+    service: ServiceDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> EventSourceResponse:
+    cursor = parse_last_event_id(last_event_id)
+    await _run_or_404(session, run_id)
+    await session.close()
+    return EventSourceResponse(json_stream(service.tail(run_id, cursor)), ping=settings.limits.sse_ping_seconds)
+
+
+def _artifact_json(run: Any, artifact: Any) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "version": artifact.version,
+        "created_at": artifact.created_at.isoformat(),
+        "report": artifact.report,
+        "markdown": artifact.markdown,
+    }
+
+
+@router.get("/v1/research/{run_id}", summary="The latest artifact version of a run")
+async def research_get(run_id: str, session: SessionDep) -> JSONResponse:
+    run = await _run_or_404(session, run_id)
+    artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+    if artifact is None:
+        message = run.error or messages.NO_ARTIFACT.format(run_id=run_id, status=run.status)
+        return JSONResponse(
+            {"error": {"code": "no_artifact", "message": message}, "status": run.status}, status_code=404
+        )
+    return JSONResponse(_artifact_json(run, artifact))
+
+
+@router.get("/v1/research/{run_id}/versions", summary="Every artifact version of a run")
+async def research_versions(run_id: str, session: SessionDep) -> dict[str, Any]:
+    run = await _run_or_404(session, run_id)
+    versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "versions": [
+            {"version": a.version, "created_at": a.created_at.isoformat(), "outcome": a.report.get("outcome")}
+            for a in versions
+        ],
+    }
+
+
+@router.get("/v1/templates", summary="The research templates (specs)")
+async def templates(service: ServiceDep) -> list[dict[str, Any]]:
+    return [spec.model_dump(exclude={"eval_cases"}) for spec in service.registry.all()]
+
+
+@router.get("/healthz", summary="Liveness and database check")
+async def healthz(session: SessionDep) -> dict[str, Any]:
+    await session.execute(text("SELECT 1"))
+    return {"status": "ok", "corpora": await corpus_repo.corpus_counts(session=session)}

@@ -1,0 +1,95 @@
+"""The FastAPI application: long-lived objects built in ``lifespan``, errors translated at the edge."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from veracity import __version__
+from veracity.corpus.wiki import ensure_wiki_corpus
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.db.migrate import upgrade
+from veracity.errors import VeracityError
+from veracity.graph.builder import build_graph
+from veracity.runs.service import RunService
+from veracity.search.local import LocalSearch
+from veracity.settings import REPO_ROOT, Settings, get_settings
+from veracity.specs.registry import SpecRegistry
+from veracity.web import api, pages
+from veracity.web.topology import graph_shape
+
+logger = logging.getLogger(__name__)
+
+FRONTEND = REPO_ROOT / "frontend"
+
+
+def _wants_html(request: Request) -> bool:
+    return not request.url.path.startswith(("/v1/", "/healthz")) and "text/html" in request.headers.get("accept", "")
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if migrate:
+            await asyncio.to_thread(upgrade, settings.database.url)
+        engine = make_engine(settings.database.url, echo=settings.database.echo)
+        sessionmaker = make_sessionmaker(engine)
+        if settings.corpus.autoload_wiki:
+            report = await ensure_wiki_corpus(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
+            if report is not None:
+                logger.info("default corpus loaded: %s", report.as_dict())
+        graph = build_graph()
+        service = RunService(
+            sessionmaker=sessionmaker, registry=SpecRegistry.load(), settings=settings, graph=graph,
+            search=LocalSearch(sessionmaker),
+        )
+        interrupted = await service.recover_interrupted()
+        if interrupted:
+            logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
+        app.state.settings = settings
+        app.state.sessionmaker = sessionmaker
+        app.state.service = service
+        app.state.graph_shape = graph_shape(graph)
+        try:
+            yield
+        finally:
+            await service.shutdown()
+            await engine.dispose()
+
+    app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)
+    templates = Jinja2Templates(directory=str(FRONTEND / "templates"))
+    app.state.templates = templates
+    app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
+    app.include_router(api.router)
+    app.include_router(pages.router)
+
+    @app.exception_handler(VeracityError)
+    async def _veracity_error(request: Request, exc: VeracityError) -> Response:
+        if _wants_html(request):
+            return templates.TemplateResponse(
+                request, "pages/error.html", {"message": exc.message, "status": exc.status_code},
+                status_code=exc.status_code,
+            )
+        return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors()
+        )
+        message = f"The request is not valid: {details}"
+        if _wants_html(request):
+            return HTMLResponse(message, status_code=422)
+        return JSONResponse({"error": {"code": "bad_input", "message": message}}, status_code=422)
+
+    return app

@@ -1,0 +1,71 @@
+"""The only place a pipeline event becomes an SSE message.
+
+Two shapes: the JSON API sends each stored event as ``event: <name>``, ``id: <seq>``, ``data: <payload>``;
+the run page's stream sends, per stored event, HTML partials rendered from the server-side reducer
+(the same partials the page itself includes), all with the event's seq as ``id`` so the browser's own
+reconnect resumes from ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi.templating import Jinja2Templates
+from sse_starlette import ServerSentEvent
+
+from veracity.db.models import RunEvent
+from veracity.runs.reducer import RunView, apply
+from veracity.web.topology import GraphShape, layout
+
+
+def json_message(event: RunEvent) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(event.payload, separators=(",", ":")), event=event.name, id=str(event.seq))
+
+
+async def json_stream(events: AsyncIterator[RunEvent]) -> AsyncIterator[ServerSentEvent]:
+    async for event in events:
+        yield json_message(event)
+
+
+def _render(templates: Jinja2Templates, name: str, **context: Any) -> str:
+    return templates.get_template(name).render(**context)
+
+
+def page_messages(
+    templates: Jinja2Templates, shape: GraphShape, view: RunView, event: RunEvent
+) -> list[ServerSentEvent]:
+    """Apply one event to the view and render what it changed."""
+    apply(view, event.seq, event.name, event.payload, event.created_at)
+    seq = str(event.seq)
+    row = view.timeline[-1]
+    messages = [
+        ServerSentEvent(data=_render(templates, "partials/_timeline_row.html", row=row), event="timeline", id=seq),
+        ServerSentEvent(
+            data=_render(templates, "partials/_topology.html", topo=layout(shape, view)), event="topology", id=seq
+        ),
+        ServerSentEvent(data=_render(templates, "partials/_status.html", view=view), event="status", id=seq),
+    ]
+    if event.name == "retrieve_complete":
+        messages.append(
+            ServerSentEvent(data=_render(templates, "partials/_sources.html", view=view), event="sources", id=seq)
+        )
+    if view.finished:
+        messages += [
+            ServerSentEvent(data=_render(templates, "partials/_sources.html", view=view), event="sources", id=seq),
+            ServerSentEvent(data=_render(templates, "partials/_report.html", view=view), event="report", id=seq),
+            ServerSentEvent(data="finished", event="done", id=seq),
+        ]
+    return messages
+
+
+async def page_stream(
+    templates: Jinja2Templates,
+    shape: GraphShape,
+    view: RunView,
+    events: AsyncIterator[RunEvent],
+) -> AsyncIterator[ServerSentEvent]:
+    async for event in events:
+        for message in page_messages(templates, shape, view, event):
+            yield message
