@@ -125,6 +125,8 @@ class RunService:
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.append_event(session=session, run_id=run_id, name=name, payload=payload)
         await self.notifier.notify(run_id)
+        if self.settings.limits.event_delay_ms:
+            await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
 
     async def tail(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
         """Stored events after ``after_seq``, then live ones as they are persisted, until a terminal event."""

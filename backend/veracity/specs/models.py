@@ -10,6 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
+def _check_patterns(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from exc
+    return patterns
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,9 +86,7 @@ class Policy(Strict):
     @field_validator("forbidden_patterns")
     @classmethod
     def _compiles(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            re.compile(pattern)
-        return value
+        return _check_patterns(value)
 
 
 class ComposerDirectives(Strict):
@@ -91,8 +98,7 @@ class ComposerDirectives(Strict):
     def _range(self) -> ComposerDirectives:
         if self.min_chars > self.max_chars:
             raise ValueError("min_chars is larger than max_chars")
-        for pattern in self.forbidden_patterns:
-            re.compile(pattern)
+        _check_patterns(self.forbidden_patterns)
         return self
 
 

@@ -1,0 +1,183 @@
+"""Shared fixtures: migrated databases (SQLite files and real PostgreSQL databases), small corpora, the app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+
+from veracity.corpus.wiki import ensure_wiki_corpus
+from veracity.db.corpus_repo import DocumentIn
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.db.migrate import upgrade
+from veracity.settings import Settings
+
+PG_ADMIN_DSN = os.environ.get("VERACITY_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+# A small corpus written for these tests (facts about beverages and vehicles).
+SMALL_CORPUS = [
+    DocumentIn(
+        doc_id="coffee",
+        title="Coffee",
+        text=(
+            "Coffee is a beverage brewed from roasted coffee beans. Coffee production is concentrated in "
+            "Brazil, Vietnam and Colombia, which together grow more than half of the world's coffee. "
+            "The coffee market was worth about 200 billion dollars in 2020. Coffee trade depends on "
+            "commodity exchanges in New York and London."
+        ),
+        url="https://example.org/coffee",
+    ),
+    DocumentIn(
+        doc_id="tea",
+        title="Tea",
+        text=(
+            "Tea is an aromatic beverage prepared by pouring hot water over cured leaves. China and India "
+            "are the largest tea producers in the world. Tea companies compete with coffee companies for "
+            "the hot drinks market."
+        ),
+    ),
+    DocumentIn(
+        doc_id="electric-car",
+        title="Electric car",
+        text=(
+            "An electric car is a passenger automobile propelled by electric traction motors. Electric "
+            "cars were popular in the late 19th century before internal combustion engines dominated. "
+            "About 14 million electric cars were sold worldwide in 2023, 18 percent of all car sales."
+        ),
+    ),
+]
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def make_settings(url: str, **limits: object) -> Settings:
+    return Settings(database={"url": url}, corpus={"autoload_wiki": False}, limits=limits)
+
+
+async def load_docs(url: str, corpus: str, docs: list[DocumentIn]) -> None:
+    from veracity.corpus.ingest import IngestReport, ingest_documents
+
+    engine = make_engine(url)
+    try:
+        await ingest_documents(
+            sessionmaker=make_sessionmaker(engine), corpus=corpus, docs=docs, chunk_chars=1200,
+            report=IngestReport(),
+        )
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """A migrated, empty SQLite database."""
+    url = sqlite_url(tmp_path / "veracity.db")
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def small_db_url(db_url: str) -> str:
+    """A migrated SQLite database with the small test corpus in corpus ``small``."""
+    asyncio.run(load_docs(db_url, "small", SMALL_CORPUS))
+    return db_url
+
+
+@pytest.fixture(scope="session")
+def wiki_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file with the default Wikipedia corpus, built once per session."""
+    path = tmp_path_factory.mktemp("wiki") / "wiki.db"
+    url = sqlite_url(path)
+    upgrade(url)
+
+    async def load() -> None:
+        engine = make_engine(url)
+        await ensure_wiki_corpus(sessionmaker=make_sessionmaker(engine), chunk_chars=1200)
+        await engine.dispose()
+
+    asyncio.run(load())
+    return path
+
+
+@pytest.fixture
+def wiki_db_url(wiki_template_db: Path, tmp_path: Path) -> str:
+    """A private copy of the wiki database for one test."""
+    path = tmp_path / "wiki.db"
+    shutil.copy(wiki_template_db, path)
+    return sqlite_url(path)
+
+
+def _pg_available() -> bool:
+    import asyncpg
+
+    async def probe() -> bool:
+        try:
+            conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+        except (OSError, asyncpg.PostgresError):
+            return False
+        await conn.close()
+        return True
+
+    return asyncio.run(probe())
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database on the local server (created and dropped around the test)."""
+    import asyncpg
+
+    if not _pg_available():
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_DSN}; CI requires it")
+        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_DSN}")
+    name = f"veracity_test_{uuid.uuid4().hex[:12]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_ADMIN_DSN)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[object]:
+    """``await client_for(settings)`` → an httpx client on a started app (lifespan run, migrations applied)."""
+    from veracity.web.app import create_app
+
+    stack: list[tuple[object, AsyncClient]] = []
+
+    async def make(settings: Settings) -> AsyncClient:
+        app = create_app(settings)
+        ctx = app.router.lifespan_context(app)
+        await ctx.__aenter__()
+        client = AsyncClient(transport=ASGITransport(app=app), base_url="http://testserver")
+        client.app = app  # type: ignore[attr-defined]
+        stack.append((ctx, client))
+        return client
+
+    yield make
+    for ctx, client in reversed(stack):
+        await client.aclose()
+        await ctx.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path

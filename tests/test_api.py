@@ -1,0 +1,220 @@
+"""The HTTP edge over a real app (lifespan, migrations, SQLite): SSE names, ids and order; resume from
+Last-Event-ID; replay equals live; bad input gets a clear message and writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from httpx_sse import aconnect_sse
+from sqlalchemy import func, select
+
+from conftest import make_settings
+from veracity.db.engine import make_engine
+from veracity.db.models import ResearchRun, RunEvent
+from veracity.runs.events import PIPELINE_EVENTS
+
+QUESTION = {"question": "coffee production and the coffee market", "template": "market_brief", "corpus": "small"}
+
+
+async def collect(client: Any, method: str, url: str, **kwargs: Any) -> tuple[Any, list[Any]]:
+    async with aconnect_sse(client, method, url, **kwargs) as source:
+        events = [sse async for sse in source.aiter_sse()]
+        return source.response, events
+
+
+async def counts(url: str) -> tuple[int, int]:
+    engine = make_engine(url)
+    async with engine.connect() as conn:
+        runs = await conn.scalar(select(func.count()).select_from(ResearchRun))
+        events = await conn.scalar(select(func.count()).select_from(RunEvent))
+    await engine.dispose()
+    return int(runs or 0), int(events or 0)
+
+
+async def test_stream_emits_the_eleven_events_in_order_with_sequential_ids(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response, events = await collect(client, "POST", "/v1/research/stream", json=QUESTION)
+    assert response.status_code == 200
+    run_id = response.headers["x-run-id"]
+    names = [e.event for e in events]
+    assert [int(e.id) for e in events] == list(range(1, len(events) + 1))
+    collapsed = [x for i, x in enumerate(names) if i == 0 or x != names[i - 1]]
+    assert collapsed == list(PIPELINE_EVENTS)
+    planned = json.loads(events[1].data)["subtasks"]
+    assert names.count("retrieve_map_progress") == 2 * len(planned)
+    assert names.count("synthesize_map_progress") == 2 * len(planned)
+    final = json.loads(events[-1].data)
+    assert final["outcome"] == "shipped" and final["report"]["run_id"] == run_id
+
+    artifact = (await client.get(f"/v1/research/{run_id}")).json()
+    assert artifact["version"] == 1 and artifact["report"] == final["report"]
+    report = artifact["report"]
+    evidence = {e["id"]: e for e in report["evidence"]}
+    for section in report["sections"]:
+        for claim in section["claims"]:
+            assert claim["evidence_ids"] and all(eid in evidence for eid in claim["evidence_ids"])
+            assert claim["label"] == "supported"
+    assert "[evidence:" in artifact["markdown"]
+    versions = (await client.get(f"/v1/research/{run_id}/versions")).json()
+    assert [v["version"] for v in versions["versions"]] == [1]
+
+
+async def test_replay_equals_live_and_resumes_after_last_event_id(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response, live = await collect(client, "POST", "/v1/research/stream", json=QUESTION)
+    run_id = response.headers["x-run-id"]
+    _, replay = await collect(client, "GET", f"/v1/research/{run_id}/events")
+    assert [(e.id, e.event, e.data) for e in replay] == [(e.id, e.event, e.data) for e in live]
+    _, resumed = await collect(client, "GET", f"/v1/research/{run_id}/events", headers={"Last-Event-ID": "7"})
+    assert [(e.id, e.event, e.data) for e in resumed] == [(e.id, e.event, e.data) for e in live[7:]]
+
+
+async def test_dropped_live_stream_resumes_without_loss_or_duplicates(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url, event_delay_ms=20))
+    seen: list[Any] = []
+    async with aconnect_sse(client, "POST", "/v1/research/stream", json=QUESTION) as source:
+        run_id = source.response.headers["x-run-id"]
+        async for sse in source.aiter_sse():
+            seen.append(sse)
+            if len(seen) == 4:
+                break  # the client drops the connection mid-run
+    _, rest = await collect(
+        client, "GET", f"/v1/research/{run_id}/events", headers={"Last-Event-ID": seen[-1].id}
+    )
+    ids = [int(e.id) for e in seen + rest]
+    assert ids == list(range(1, len(ids) + 1))
+    assert rest[-1].event == "complete"
+
+
+async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url, event_delay_ms=20))
+    async with aconnect_sse(client, "POST", "/v1/research/stream", json=QUESTION) as source:
+        run_id = source.response.headers["x-run-id"]
+        async for _ in source.aiter_sse():
+            break
+    await client.app.state.service.wait(run_id)
+    body = (await client.get(f"/v1/research/{run_id}")).json()
+    assert body["status"] == "done" and body["report"]["outcome"] == "shipped"
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "message"),
+    [
+        ({"question": "", "template": "market_brief"}, 422, "The question is empty. Type what you want researched."),
+        ({"question": "  \n\t ", "template": "market_brief"}, 422,
+         "The question is empty. Type what you want researched."),
+        ({"question": "x" * 2001, "template": "market_brief"}, 422,
+         "The question is 2001 characters long; the limit is 2000."),
+        ({"question": "coffee", "template": "horoscope"}, 422,
+         "Unknown template 'horoscope'. Known templates: investment_memo, market_brief."),
+        ({"question": "coffee", "template": "market_brief", "corpus": "nope"}, 422,
+         "Unknown corpus 'nope'. Known corpora: small."),
+    ],
+)
+async def test_bad_research_request_gets_a_clear_message_and_writes_nothing(
+    client_for, small_db_url, payload, status, message
+) -> None:
+    client = await client_for(make_settings(small_db_url))
+    before = await counts(small_db_url)
+    response = await client.post("/v1/research/stream", json=payload)
+    assert response.status_code == status
+    assert response.json() == {"error": {"code": "bad_input", "message": message}}
+    assert await counts(small_db_url) == before
+
+
+async def test_question_of_exactly_the_limit_is_accepted(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response, events = await collect(
+        client, "POST", "/v1/research/stream", json={**QUESTION, "question": ("coffee " * 400)[:2000]}
+    )
+    assert response.status_code == 200 and events[-1].event == "complete"
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/v1/research/" + "0" * 32, f"No run with ID '{'0' * 32}'."),
+        ("/v1/research/" + "0" * 32 + "/events", f"No run with ID '{'0' * 32}'."),
+        ("/v1/research/not-a-run", "'not-a-run' is not a run ID (run IDs are 32 hexadecimal characters)."),
+        ("/v1/research/not-a-run/versions", "'not-a-run' is not a run ID (run IDs are 32 hexadecimal characters)."),
+    ],
+)
+async def test_unknown_or_malformed_run_id_is_404_with_message(client_for, small_db_url, path, message) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response = await client.get(path)
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == message
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5", "7 8"])
+async def test_malformed_last_event_id_is_refused(client_for, small_db_url, value) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response, _ = await collect(client, "POST", "/v1/research/stream", json=QUESTION)
+    run_id = response.headers["x-run-id"]
+    before = await counts(small_db_url)
+    bad = await client.get(f"/v1/research/{run_id}/events", headers={"Last-Event-ID": value})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["message"] == f"Last-Event-ID must be a non-negative whole number, got '{value}'."
+    assert await counts(small_db_url) == before
+
+
+async def test_form_post_with_empty_question_rerenders_home_with_message(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    before = await counts(small_db_url)
+    response = await client.post("/runs", data={"question": "   ", "template": "market_brief", "corpus": "small"})
+    assert response.status_code == 422
+    assert "The question is empty. Type what you want researched." in response.text
+    assert await counts(small_db_url) == before
+
+
+async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response = await client.post("/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"})
+    assert response.status_code == 303
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    await client.app.state.service.wait(run_id)
+    page = (await client.get(f"/runs/{run_id}")).text
+    report = (await client.get(f"/v1/research/{run_id}")).json()["report"]
+    assert 'data-outcome="shipped"' in page and "sse-connect" not in page  # finished: no live stream needed
+    for section in report["sections"]:
+        assert f'data-section="{section["id"]}" data-status="{section["status"]}"' in page
+    assert page.count('<tr class="ev') == len((await _events(client, run_id)))
+
+
+async def _events(client: Any, run_id: str) -> list[Any]:
+    _, events = await collect(client, "GET", f"/v1/research/{run_id}/events")
+    return events
+
+
+async def test_interrupted_run_is_marked_failed_at_next_start(client_for, small_db_url) -> None:
+    from veracity.db import runs_repo
+    from veracity.db.engine import make_sessionmaker
+
+    engine = make_engine(small_db_url)
+    async with make_sessionmaker(engine)() as session, session.begin():
+        await runs_repo.create_run(session=session, run_id="a" * 32, template_id="market_brief", question="q",
+                                   corpus="small", budgets={})
+    await engine.dispose()
+    client = await client_for(make_settings(small_db_url))
+    _, events = await collect(client, "GET", f"/v1/research/{'a' * 32}/events")
+    assert [(e.event, json.loads(e.data)) for e in events] == [
+        ("error", {"message": "The server stopped while this run was in progress; it did not finish."})
+    ]
+
+
+async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    assert (await client.get("/healthz")).json() == {"status": "ok", "corpora": {"small": 3}}
+
+
+async def test_concurrent_runs_do_not_mix_events(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    results = await asyncio.gather(*[collect(client, "POST", "/v1/research/stream", json=QUESTION) for _ in range(3)])
+    run_ids = {r.headers["x-run-id"] for r, _ in results}
+    assert len(run_ids) == 3
+    for _, events in results:
+        assert [int(e.id) for e in events] == list(range(1, len(events) + 1))
+        assert events[-1].event == "complete"

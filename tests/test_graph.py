@@ -1,0 +1,215 @@
+"""The fixed graph with fakes at the protocol seams: event order and multiplicity, Send routing, reducers,
+the extractive composer and the deterministic check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from veracity.checks import citation_violations
+from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask
+from veracity.graph.builder import NODE_ORDER, build_graph
+from veracity.graph.context import Context, RetrievalCoordinator, SearchHit
+from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
+from veracity.graph.nodes.compose import extractive_draft
+from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan
+from veracity.settings import LimitSettings
+from veracity.specs.registry import SpecRegistry
+from veracity.synthesis import route_shard
+
+SPECS = SpecRegistry.load()
+
+PASSAGES = {
+    "coffee": "Coffee is a beverage brewed from roasted coffee beans. Coffee companies such as Nestle "
+    "compete in a market worth 200 billion dollars. About 60 percent of coffee is grown in five countries.",
+    "tea": "Tea is the most consumed beverage after water. Tea producers in India export 250 million "
+    "kilograms every year.",
+}
+
+
+class FakeSearch:
+    name = "fake"
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[str] = []
+        self.fail_on = fail_on
+
+    async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
+        self.calls.append(query)
+        if self.fail_on and self.fail_on in query:
+            raise OSError("index unavailable")
+        return [
+            SearchHit(doc_id=d, title=d.title(), text=t, start=0, end=len(t), score=2.0 - i, key=f"{corpus}:{d}")
+            for i, (d, t) in enumerate(PASSAGES.items())
+        ][:k]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, name: str, payload: dict[str, Any]) -> None:
+        self.events.append((name, payload))
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.events]
+
+
+async def run_graph(spec_id: str = "market_brief", question: str = "coffee market", search: FakeSearch | None = None):
+    recorder = Recorder()
+    spec = SPECS.get(spec_id)
+    context = Context(
+        spec=spec, search=search or FakeSearch(), emit=recorder, limits=LimitSettings(),
+        coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
+    )
+    state = await build_graph().ainvoke({"run_id": "r" * 32, "question": question, "corpus": "c"}, context=context)
+    return state, recorder
+
+
+def test_compiled_graph_is_the_fixed_pipeline() -> None:
+    drawable = build_graph().get_graph()
+    assert [n for n in drawable.nodes if not n.startswith("__")] == list(NODE_ORDER)
+    edges = {(e.source, e.target) for e in drawable.edges}
+    assert ("decide", "compose") in edges and ("plan", "retrieve") in edges and ("route", "__end__") in edges
+
+
+async def test_full_run_emits_design_events_in_order_with_one_delta_per_branch_state() -> None:
+    state, rec = await run_graph()
+    n = len(state["subtasks"])
+    assert n == 3  # market_brief: three evidence sections, executive_summary is written from them
+    names = rec.names
+    # The graph emits everything but run_started/complete (the service's); collapse the per-branch deltas.
+    collapsed = [x for i, x in enumerate(names) if i == 0 or x != names[i - 1]]
+    assert collapsed == [
+        "planner_complete", "retrieve_map_started", "retrieve_map_progress", "retrieve_merge_complete",
+        "retrieve_complete", "synthesize_map_progress", "synthesize_merge_complete", "self_check_complete",
+        "synthesize_complete",
+    ]
+    for event in ("retrieve_map_progress", "synthesize_map_progress"):
+        deltas = [p for name, p in rec.events if name == event]
+        assert len(deltas) == 2 * n
+        for st in state["subtasks"]:
+            assert [d["status"] for d in deltas if d["subtask_id"] == st.id] == ["running", "done"]
+    assert state["decision"] == "ship"
+
+
+async def test_every_branch_result_reaches_the_merge_through_the_additive_reducer() -> None:
+    state, _ = await run_graph()
+    assert sorted(s.subtask_id for s in state["branch_stats"]) == ["st1", "st2", "st3"]
+    assert sorted(s.subtask_id for s in state["shards"]) == ["st1", "st2", "st3"]
+    # Each page is opened once per run, so branches after the first find it taken: the coordinator's doing.
+    assert sum(s.pages for s in state["branch_stats"]) == 2
+
+
+async def test_extractive_draft_every_claim_anchored_and_resolving() -> None:
+    state, _ = await run_graph()
+    ids = {ev.id for ev in state["evidence"]}
+    quotes = {ev.id: ev.quote for ev in state["evidence"]}
+    claims = [c for s in state["draft"] for c in s.claims]
+    assert claims
+    for claim in claims:
+        assert claim.evidence_ids and set(claim.evidence_ids) <= ids
+        assert claim.text == quotes[claim.evidence_ids[0]]  # verbatim
+        assert claim.label == "supported"
+    summary = next(s for s in state["draft"] if s.id == "executive_summary")
+    others = {c.text for s in state["draft"] if s.id != "executive_summary" for c in s.claims}
+    assert summary.claims and {c.text for c in summary.claims} <= others
+
+
+async def test_evidence_offsets_point_at_the_quote_in_the_source() -> None:
+    state, _ = await run_graph()
+    for ev in state["evidence"]:
+        assert PASSAGES[ev.source.doc_id][ev.start : ev.end] == ev.quote
+
+
+async def test_failed_branch_is_recorded_and_the_run_goes_on() -> None:
+    # st2's first query is the question words plus nothing else; make only the section-phrased query fail.
+    search = FakeSearch(fail_on="industry")
+    state, rec = await run_graph(search=search)
+    failed = [s for s in state["branch_stats"] if s.status == "failed"]
+    assert [s.subtask_id for s in failed] == ["st2"] and "index unavailable" in failed[0].error
+    assert ("retrieve_map_progress", {"subtask_id": "st2", "status": "failed", "queries": 1, "pages": 0,
+            "evidences": 0, "error": "OSError: index unavailable"}) in rec.events
+    assert state["decision"] == "ship"
+
+
+async def test_nothing_found_goes_to_fail_safe() -> None:
+    class Empty(FakeSearch):
+        async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
+            return []
+
+    state, rec = await run_graph(search=Empty())
+    assert state["decision"] == "fail_safe"
+    assert rec.events[-1] == (
+        "synthesize_complete",
+        {"decision": "fail_safe", "reason": "no evidence was found for any section", "attempts": 1,
+         "sections": {"executive_summary": "not_found", "key_findings": "not_found",
+                      "market_landscape": "not_found", "data_notes": "not_found"}},
+    )
+
+
+def test_fan_out_sends_one_branch_per_subtask_with_its_own_slice() -> None:
+    subtasks = [Subtask(id=f"st{i}", question="q", queries=["q"], target_sections=["key_findings"]) for i in (1, 2)]
+    sends = fan_out_retrieve({"run_id": "r", "corpus": "c", "subtasks": subtasks})
+    assert [(s.node, s.arg["subtask"].id) for s in sends] == [("retrieve", "st1"), ("retrieve", "st2")]
+    ev = _evidence("e1", "st2")
+    sends = fan_out_synthesize({"run_id": "r", "subtasks": subtasks, "evidence": [ev]})
+    assert [(s.node, [e.id for e in s.arg["evidence"]]) for s in sends] == [("synthesize", []), ("synthesize", ["e1"])]
+
+
+def test_planner_routes_every_required_section_even_on_a_tight_budget() -> None:
+    spec = SPECS.get("investment_memo").model_copy(
+        update={"budgets": SPECS.get("investment_memo").budgets.model_copy(update={"max_subtasks": 1})}
+    )
+    subtasks = ensure_core_sections(heuristic_plan("solar power", spec), spec)
+    assert len(subtasks) == 1
+    routed = set(subtasks[0].target_sections)
+    assert {"bull_base_bear", "risks"} <= routed  # required sections
+    assert "thesis" not in routed  # a summary: written from the others, not routed
+
+
+def _evidence(eid: str, subtask: str, quote: str = "Some quote that is long enough to be a fact.") -> Evidence:
+    return Evidence(
+        id=eid, quote=quote, start=0, end=len(quote), content_hash="h", source=SourceRef(doc_id="d", title="D"),
+        origin_subtask_id=subtask, score=1.0,
+    )
+
+
+def test_shard_routing_by_keywords_and_orphans_round_robin() -> None:
+    spec = SPECS.get("market_brief")
+    targets = [spec.section("market_landscape"), spec.section("data_notes")]
+    evs = [
+        _evidence("m", "st1", "The industry has three companies."),
+        _evidence("d", "st1", "It grew 12 percent per year."),
+        _evidence("o1", "st1", "Nothing relevant here at all."),
+        _evidence("o2", "st1", "Nor anything here either."),
+    ]
+    shard, orphans = route_shard(evs, targets)
+    assert shard == {"market_landscape": ["m", "o1"], "data_notes": ["d", "o2"]}
+    assert orphans == 2
+
+
+@pytest.mark.parametrize(
+    ("claim", "check"),
+    [
+        (Claim(text="An uncited sentence.", evidence_ids=[]), "uncited_claim"),
+        (Claim(text="Cites a ghost.", evidence_ids=["never_retrieved"]), "unknown_anchor"),
+    ],
+)
+def test_citation_check_rejects_uncited_and_unretrieved(claim: Claim, check: str) -> None:
+    draft = [SectionDraft(id="key_findings", title="K", claims=[claim])]
+    violations = citation_violations(draft, [_evidence("e1", "st1")])
+    assert [v.check for v in violations] == [check]
+
+
+def test_composer_deduplicates_sentences_across_sections() -> None:
+    spec = SPECS.get("market_brief")
+    ev = _evidence("e1", "st1")
+    draft = extractive_draft(
+        spec_sections=spec.sections, section_evidence={"key_findings": ["e1"], "market_landscape": ["e1"]},
+        evidence=[ev], per_section=5, rejected=set(),
+    )
+    by_id = {s.id: s for s in draft}
+    assert len(by_id["key_findings"].claims) == 1 and by_id["market_landscape"].claims == []
