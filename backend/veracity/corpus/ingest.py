@@ -110,7 +110,7 @@ async def ingest_path(
             docs = read_file(file, doc_id_for(root, file))
         except IngestError as exc:
             report.errors.append(exc.message)
-            logger.warning("ingest skipped %s: %s", file, exc.message)
+            logger.warning("ingest skipped a file: %s", exc.message)
             continue
         await ingest_documents(
             sessionmaker=sessionmaker, corpus=corpus, docs=docs, chunk_chars=chunk_chars, report=report

@@ -95,7 +95,8 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
         text = f"{p.get('evidences')} evidences from {len(p.get('sources', []))} sources"
         return (text + f"; failed branches: {', '.join(failed)}", "failure") if failed else (text, "info")
     if name == "synthesize_merge_complete":
-        return ", ".join(f"{k}: {v}" for k, v in p.get("sections", {}).items()), "info"
+        routed = ", ".join(f"{k}: {v}" for k, v in p.get("sections", {}).items())
+        return f"evidence per section — {routed or 'none routed'}", "info"
     if name == "self_check_complete":
         n = len(p.get("violations", []))
         return f"attempt {p.get('attempt')}: verdict {p.get('verdict')}, {n} violation(s)", "guard" if n else "info"

@@ -1,0 +1,82 @@
+"""`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus.
+
+Each question runs several times in one process against the configured database; medians are printed.
+Benchmarks never gate CI (no timed tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.graph.builder import build_graph
+from veracity.runs.service import RunService
+from veracity.search.local import LocalSearch
+from veracity.settings import get_settings
+from veracity.specs.registry import SpecRegistry
+
+QUESTIONS = (
+    "What is the history of coffee production and trade?",
+    "How did the electric car market develop?",
+    "What drives the global steel industry?",
+)
+REPEATS = 5
+
+
+async def one_run(service: RunService, question: str) -> tuple[float, float, str]:
+    started = time.perf_counter()
+    run_id = await service.start(question=question, template="market_brief")
+    first: float | None = None
+    last_name = ""
+    async for event in service.tail(run_id):
+        if first is None:
+            first = time.perf_counter() - started
+        last_name = event.name
+    total = time.perf_counter() - started
+    return (first or total) * 1000, total * 1000, last_name
+
+
+async def main() -> int:
+    settings = get_settings()
+    url = settings.database.url
+    scratch = tempfile.TemporaryDirectory()
+    database = make_url(url).database
+    if url.startswith("sqlite") and database:
+        # Benchmark runs go to a copy, so they never show up in the user's recent runs.
+        copy = Path(scratch.name) / "bench.db"
+        shutil.copy(database, copy)
+        url = f"sqlite+aiosqlite:///{copy}"
+    engine = make_engine(url)
+    sm = make_sessionmaker(engine)
+    service = RunService(
+        sessionmaker=sm, registry=SpecRegistry.load(), settings=settings, graph=build_graph(), search=LocalSearch(sm)
+    )
+    print(f"market_brief on corpus {settings.corpus.default}, {REPEATS} runs per question (median)")
+    print(f"{'question':<55} {'first event ms':>15} {'run ms':>10}")
+    try:
+        await one_run(service, "warm-up question about tea")  # imports, caches, first connection
+        for question in QUESTIONS:
+            firsts, totals = [], []
+            for _ in range(REPEATS):
+                first, total, last = await one_run(service, question)
+                if last != "complete":
+                    print(f"run did not complete ({last})", file=sys.stderr)
+                    return 1
+                firsts.append(first)
+                totals.append(total)
+            print(f"{question:<55} {statistics.median(firsts):>15.1f} {statistics.median(totals):>10.1f}")
+    finally:
+        await engine.dispose()
+        scratch.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
