@@ -20,9 +20,11 @@ target_metadata = Base.metadata
 
 
 def _url() -> str:
-    return context.get_x_argument(as_dictionary=True).get("url") or config.attributes.get(
-        "url"
-    ) or get_settings().database.url
+    return (
+        context.get_x_argument(as_dictionary=True).get("url")
+        or config.attributes.get("url")
+        or get_settings().database.url
+    )
 
 
 def run_migrations_offline() -> None:

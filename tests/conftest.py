@@ -70,7 +70,10 @@ async def load_docs(url: str, corpus: str, docs: list[DocumentIn]) -> None:
     engine = make_engine(url)
     try:
         await ingest_documents(
-            sessionmaker=make_sessionmaker(engine), corpus=corpus, docs=docs, chunk_chars=1200,
+            sessionmaker=make_sessionmaker(engine),
+            corpus=corpus,
+            docs=docs,
+            chunk_chars=1200,
             report=IngestReport(),
         )
     finally:

@@ -16,7 +16,11 @@ from veracity.db.engine import make_engine
 from veracity.db.models import ResearchRun, RunEvent
 from veracity.runs.events import PIPELINE_EVENTS
 
-QUESTION = {"question": "coffee production and the coffee market", "template": "market_brief", "corpus": "small"}
+QUESTION = {
+    "question": "coffee production and the coffee market",
+    "template": "market_brief",
+    "corpus": "small",
+}
 
 
 async def collect(client: Any, method: str, url: str, **kwargs: Any) -> tuple[Any, list[Any]]:
@@ -81,9 +85,7 @@ async def test_dropped_live_stream_resumes_without_loss_or_duplicates(client_for
             seen.append(sse)
             if len(seen) == 4:
                 break  # the client drops the connection mid-run
-    _, rest = await collect(
-        client, "GET", f"/v1/research/{run_id}/events", headers={"Last-Event-ID": seen[-1].id}
-    )
+    _, rest = await collect(client, "GET", f"/v1/research/{run_id}/events", headers={"Last-Event-ID": seen[-1].id})
     ids = [int(e.id) for e in seen + rest]
     assert ids == list(range(1, len(ids) + 1))
     assert rest[-1].event == "complete"
@@ -103,15 +105,31 @@ async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_f
 @pytest.mark.parametrize(
     ("payload", "status", "message"),
     [
-        ({"question": "", "template": "market_brief"}, 422, "The question is empty. Type what you want researched."),
-        ({"question": "  \n\t ", "template": "market_brief"}, 422,
-         "The question is empty. Type what you want researched."),
-        ({"question": "x" * 2001, "template": "market_brief"}, 422,
-         "The question is 2001 characters long; the limit is 2000."),
-        ({"question": "coffee", "template": "horoscope"}, 422,
-         "Unknown template 'horoscope'. Known templates: investment_memo, market_brief."),
-        ({"question": "coffee", "template": "market_brief", "corpus": "nope"}, 422,
-         "Unknown corpus 'nope'. Known corpora: small."),
+        (
+            {"question": "", "template": "market_brief"},
+            422,
+            "The question is empty. Type what you want researched.",
+        ),
+        (
+            {"question": "  \n\t ", "template": "market_brief"},
+            422,
+            "The question is empty. Type what you want researched.",
+        ),
+        (
+            {"question": "x" * 2001, "template": "market_brief"},
+            422,
+            "The question is 2001 characters long; the limit is 2000.",
+        ),
+        (
+            {"question": "coffee", "template": "horoscope"},
+            422,
+            "Unknown template 'horoscope'. Known templates: investment_memo, market_brief.",
+        ),
+        (
+            {"question": "coffee", "template": "market_brief", "corpus": "nope"},
+            422,
+            "Unknown corpus 'nope'. Known corpora: small.",
+        ),
     ],
 )
 async def test_bad_research_request_gets_a_clear_message_and_writes_nothing(
@@ -139,7 +157,10 @@ async def test_question_of_exactly_the_limit_is_accepted(client_for, small_db_ur
         ("/v1/research/" + "0" * 32, f"No run with ID '{'0' * 32}'."),
         ("/v1/research/" + "0" * 32 + "/events", f"No run with ID '{'0' * 32}'."),
         ("/v1/research/not-a-run", "'not-a-run' is not a run ID (run IDs are 32 hexadecimal characters)."),
-        ("/v1/research/not-a-run/versions", "'not-a-run' is not a run ID (run IDs are 32 hexadecimal characters)."),
+        (
+            "/v1/research/not-a-run/versions",
+            "'not-a-run' is not a run ID (run IDs are 32 hexadecimal characters).",
+        ),
     ],
 )
 async def test_unknown_or_malformed_run_id_is_404_with_message(client_for, small_db_url, path, message) -> None:
@@ -172,7 +193,9 @@ async def test_form_post_with_empty_question_rerenders_home_with_message(client_
 
 async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
-    response = await client.post("/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"})
+    response = await client.post(
+        "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
+    )
     assert response.status_code == 303
     run_id = response.headers["location"].rsplit("/", 1)[1]
     await client.app.state.service.wait(run_id)
@@ -181,7 +204,7 @@ async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_
     assert 'data-outcome="shipped"' in page and "sse-connect" not in page  # finished: no live stream needed
     for section in report["sections"]:
         assert f'data-section="{section["id"]}" data-status="{section["status"]}"' in page
-    assert page.count('<tr class="ev') == len((await _events(client, run_id)))
+    assert page.count('<tr class="ev') == len(await _events(client, run_id))
 
 
 async def _events(client: Any, run_id: str) -> list[Any]:
@@ -195,8 +218,14 @@ async def test_interrupted_run_is_marked_failed_at_next_start(client_for, small_
 
     engine = make_engine(small_db_url)
     async with make_sessionmaker(engine)() as session, session.begin():
-        await runs_repo.create_run(session=session, run_id="a" * 32, template_id="market_brief", question="q",
-                                   corpus="small", budgets={})
+        await runs_repo.create_run(
+            session=session,
+            run_id="a" * 32,
+            template_id="market_brief",
+            question="q",
+            corpus="small",
+            budgets={},
+        )
     await engine.dispose()
     client = await client_for(make_settings(small_db_url))
     _, events = await collect(client, "GET", f"/v1/research/{'a' * 32}/events")

@@ -274,6 +274,7 @@ async def test_live_run_watched_to_the_end(server: Server, browser: Browser) -> 
     first_done = {
         node: next(i for i, s in enumerate(snapshots) if s["states"].get(node) == "done") for node in PIPELINE
     }
+    print(f"{len(snapshots)} topology snapshots; states seen: {seen}; first done at: {first_done}")
     order = [first_done[n] for n in PIPELINE]
     assert order == sorted(order), f"first-done snapshot index per node: {first_done}"
     # The run was genuinely watched: the last node finished after the page started observing.

@@ -20,25 +20,48 @@ def run(args: list[str], db: Path, **kw: object) -> subprocess.CompletedProcess[
 
 def test_ingest_search_and_ask_end_to_end(tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
-    corpus = write_jsonl(tmp_path / "kb.jsonl", [
-        {"_id": "mars", "title": "Mars", "text": "Mars is the fourth planet from the Sun. Mars has two small moons named Phobos and Deimos."},
-        {"_id": "venus", "title": "Venus", "text": "Venus is the second planet from the Sun. Venus has a thick carbon dioxide atmosphere."},
-    ])
+    corpus = write_jsonl(
+        tmp_path / "kb.jsonl",
+        [
+            {
+                "_id": "mars",
+                "title": "Mars",
+                "text": "Mars is the fourth planet from the Sun. Mars has two small moons named Phobos and Deimos.",
+            },
+            {
+                "_id": "venus",
+                "title": "Venus",
+                "text": "Venus is the second planet from the Sun. Venus has a thick carbon dioxide atmosphere.",
+            },
+        ],
+    )
     out = run(["ingest", str(corpus), "--corpus", "planets", "--json"], db)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"corpus": "planets", "files": 1, "added": 2, "updated": 0, "unchanged": 0, "errors": []}
+    assert json.loads(out.stdout) == {
+        "corpus": "planets",
+        "files": 1,
+        "added": 2,
+        "updated": 0,
+        "unchanged": 0,
+        "errors": [],
+    }
 
     out = run(["search", "moons of Mars", "--corpus", "planets", "--json", "-k", "5"], db)
     result = json.loads(out.stdout)
     assert result["query"] == "moons of Mars" and result["hits"][0]["doc_id"] == "mars"
     assert set(result["hits"][0]) == {"doc_id", "title", "score", "text"}
 
-    queries = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "Venus atmosphere"}, {"id": "q2", "query": "Phobos"}])
+    queries = write_jsonl(
+        tmp_path / "q.jsonl", [{"id": "q1", "query": "Venus atmosphere"}, {"id": "q2", "query": "Phobos"}]
+    )
     out = run(["search", "--queries", str(queries), "--corpus", "planets", "--json"], db)
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [(x["id"], x["hits"][0]["doc_id"]) for x in lines] == [("q1", "venus"), ("q2", "mars")]
 
-    out = run(["ask", "What are the moons of Mars?", "--template", "market_brief", "--corpus", "planets", "--json"], db)
+    out = run(
+        ["ask", "What are the moons of Mars?", "--template", "market_brief", "--corpus", "planets", "--json"],
+        db,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert {"run_id", "outcome", "sections", "evidence", "metrics"} <= set(report)

@@ -33,10 +33,20 @@ def test_every_event_name_is_in_the_readme_and_renders_a_timeline_row() -> None:
 def test_reducer_ignores_late_or_repeated_events_and_status_only_moves_forward() -> None:
     now = datetime.now(UTC)
     view = RunView(run_id="r")
-    apply(view, 1, "retrieve_map_progress", {"subtask_id": "st1", "status": "done", "queries": 2, "pages": 3,
-                                             "evidences": 4}, now)
-    apply(view, 2, "retrieve_map_progress", {"subtask_id": "st1", "status": "running", "queries": 0, "pages": 0,
-                                             "evidences": 0}, now)
+    apply(
+        view,
+        1,
+        "retrieve_map_progress",
+        {"subtask_id": "st1", "status": "done", "queries": 2, "pages": 3, "evidences": 4},
+        now,
+    )
+    apply(
+        view,
+        2,
+        "retrieve_map_progress",
+        {"subtask_id": "st1", "status": "running", "queries": 0, "pages": 0, "evidences": 0},
+        now,
+    )
     apply(view, 2, "retrieve_map_progress", {"subtask_id": "st1", "status": "failed"}, now)  # repeated seq
     b = view.branches["st1"]
     assert (b.retrieve, b.queries, b.pages, b.evidences) == ("done", 2, 3, 4)

@@ -61,7 +61,10 @@ async def run_graph(spec_id: str = "market_brief", question: str = "coffee marke
     recorder = Recorder()
     spec = SPECS.get(spec_id)
     context = Context(
-        spec=spec, search=search or FakeSearch(), emit=recorder, limits=LimitSettings(),
+        spec=spec,
+        search=search or FakeSearch(),
+        emit=recorder,
+        limits=LimitSettings(),
         coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
     )
     state = await build_graph().ainvoke({"run_id": "r" * 32, "question": question, "corpus": "c"}, context=context)
@@ -83,8 +86,14 @@ async def test_full_run_emits_design_events_in_order_with_one_delta_per_branch_s
     # The graph emits everything but run_started/complete (the service's); collapse the per-branch deltas.
     collapsed = [x for i, x in enumerate(names) if i == 0 or x != names[i - 1]]
     assert collapsed == [
-        "planner_complete", "retrieve_map_started", "retrieve_map_progress", "retrieve_merge_complete",
-        "retrieve_complete", "synthesize_map_progress", "synthesize_merge_complete", "self_check_complete",
+        "planner_complete",
+        "retrieve_map_started",
+        "retrieve_map_progress",
+        "retrieve_merge_complete",
+        "retrieve_complete",
+        "synthesize_map_progress",
+        "synthesize_merge_complete",
+        "self_check_complete",
         "synthesize_complete",
     ]
     for event in ("retrieve_map_progress", "synthesize_map_progress"):
@@ -130,8 +139,17 @@ async def test_failed_branch_is_recorded_and_the_run_goes_on() -> None:
     state, rec = await run_graph(search=search)
     failed = [s for s in state["branch_stats"] if s.status == "failed"]
     assert [s.subtask_id for s in failed] == ["st2"] and "index unavailable" in failed[0].error
-    assert ("retrieve_map_progress", {"subtask_id": "st2", "status": "failed", "queries": 1, "pages": 0,
-            "evidences": 0, "error": "OSError: index unavailable"}) in rec.events
+    assert (
+        "retrieve_map_progress",
+        {
+            "subtask_id": "st2",
+            "status": "failed",
+            "queries": 1,
+            "pages": 0,
+            "evidences": 0,
+            "error": "OSError: index unavailable",
+        },
+    ) in rec.events
     assert state["decision"] == "ship"
 
 
@@ -144,9 +162,17 @@ async def test_nothing_found_goes_to_fail_safe() -> None:
     assert state["decision"] == "fail_safe"
     assert rec.events[-1] == (
         "synthesize_complete",
-        {"decision": "fail_safe", "reason": "no evidence was found for any section", "attempts": 1,
-         "sections": {"executive_summary": "not_found", "key_findings": "not_found",
-                      "market_landscape": "not_found", "data_notes": "not_found"}},
+        {
+            "decision": "fail_safe",
+            "reason": "no evidence was found for any section",
+            "attempts": 1,
+            "sections": {
+                "executive_summary": "not_found",
+                "key_findings": "not_found",
+                "market_landscape": "not_found",
+                "data_notes": "not_found",
+            },
+        },
     )
 
 
@@ -156,7 +182,10 @@ def test_fan_out_sends_one_branch_per_subtask_with_its_own_slice() -> None:
     assert [(s.node, s.arg["subtask"].id) for s in sends] == [("retrieve", "st1"), ("retrieve", "st2")]
     ev = _evidence("e1", "st2")
     sends = fan_out_synthesize({"run_id": "r", "subtasks": subtasks, "evidence": [ev]})
-    assert [(s.node, [e.id for e in s.arg["evidence"]]) for s in sends] == [("synthesize", []), ("synthesize", ["e1"])]
+    assert [(s.node, [e.id for e in s.arg["evidence"]]) for s in sends] == [
+        ("synthesize", []),
+        ("synthesize", ["e1"]),
+    ]
 
 
 def test_planner_routes_every_required_section_even_on_a_tight_budget() -> None:
@@ -172,8 +201,14 @@ def test_planner_routes_every_required_section_even_on_a_tight_budget() -> None:
 
 def _evidence(eid: str, subtask: str, quote: str = "Some quote that is long enough to be a fact.") -> Evidence:
     return Evidence(
-        id=eid, quote=quote, start=0, end=len(quote), content_hash="h", source=SourceRef(doc_id="d", title="D"),
-        origin_subtask_id=subtask, score=1.0,
+        id=eid,
+        quote=quote,
+        start=0,
+        end=len(quote),
+        content_hash="h",
+        source=SourceRef(doc_id="d", title="D"),
+        origin_subtask_id=subtask,
+        score=1.0,
     )
 
 
@@ -208,8 +243,11 @@ def test_composer_deduplicates_sentences_across_sections() -> None:
     spec = SPECS.get("market_brief")
     ev = _evidence("e1", "st1")
     draft = extractive_draft(
-        spec_sections=spec.sections, section_evidence={"key_findings": ["e1"], "market_landscape": ["e1"]},
-        evidence=[ev], per_section=5, rejected=set(),
+        spec_sections=spec.sections,
+        section_evidence={"key_findings": ["e1"], "market_landscape": ["e1"]},
+        evidence=[ev],
+        per_section=5,
+        rejected=set(),
     )
     by_id = {s.id: s for s in draft}
     assert len(by_id["key_findings"].claims) == 1 and by_id["market_landscape"].claims == []

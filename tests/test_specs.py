@@ -48,7 +48,10 @@ sections:
     ("body", "fragment"),
     [
         (VALID.format(id="demo") + "    colour: red\n", "Extra inputs are not permitted"),
-        (VALID.format(id="demo") + "  - id: a\n    title: B\n    description: again\n", "duplicate section ids"),
+        (
+            VALID.format(id="demo") + "  - id: a\n    title: B\n    description: again\n",
+            "duplicate section ids",
+        ),
         (VALID.format(id="other"), "does not match the file name"),
         (VALID.format(id="demo") + "composer:\n  min_chars: 10\n  max_chars: 5\n", "min_chars is larger"),
         (VALID.format(id="demo") + "policy:\n  forbidden_patterns: ['([']\n", "forbidden_patterns"),

@@ -50,13 +50,26 @@ async def _repo_round_trip(url: str) -> None:
     sm = make_sessionmaker(engine)
     try:
         async with sm() as session, session.begin():
-            await runs_repo.create_run(session=session, run_id="b" * 32, template_id="market_brief",
-                                       question="q", corpus="small", budgets={"max_pages": 3})
-            seqs = [(await runs_repo.append_event(session=session, run_id="b" * 32, name=f"e{i}",
-                                                  payload={"i": i})).seq for i in range(3)]
-            versions = [(await runs_repo.add_artifact_version(session=session, run_id="b" * 32,
-                                                              report={"v": i}, markdown=f"# {i}")).version
-                        for i in range(2)]
+            await runs_repo.create_run(
+                session=session,
+                run_id="b" * 32,
+                template_id="market_brief",
+                question="q",
+                corpus="small",
+                budgets={"max_pages": 3},
+            )
+            seqs = [
+                (await runs_repo.append_event(session=session, run_id="b" * 32, name=f"e{i}", payload={"i": i})).seq
+                for i in range(3)
+            ]
+            versions = [
+                (
+                    await runs_repo.add_artifact_version(
+                        session=session, run_id="b" * 32, report={"v": i}, markdown=f"# {i}"
+                    )
+                ).version
+                for i in range(2)
+            ]
         assert seqs == [1, 2, 3] and versions == [1, 2]
         async with sm() as session:
             after = await runs_repo.events_after(session=session, run_id="b" * 32, after_seq=1)
@@ -95,7 +108,7 @@ def test_chunks_keep_offsets_into_the_document(tmp_path: Path) -> None:
     text = " ".join(f"Sentence number {i} says something plain." for i in range(60))
     spans = corpus_repo.chunk_spans(text, 300)
     assert len(spans) > 1 and spans[0][0] == 0 and spans[-1][1] == len(text)
-    for (s1, e1), (s2, _) in zip(spans, spans[1:], strict=False):
+    for (_s1, e1), (s2, _) in zip(spans, spans[1:], strict=False):
         assert e1 <= s2 and text[e1:s2].strip() == ""
 
 
@@ -118,8 +131,13 @@ def test_ingest_is_idempotent_and_skips_only_the_corrupt_file(db_url: str, tmp_p
         "energetic electromagnetic radiation, emitted by atomic nuclei during radioactive decay.</p>"
         "<p>They penetrate matter deeply and need thick lead or concrete shielding.</p></article></body></html>"
     )
-    write_jsonl(folder / "d.jsonl", [{"_id": "x1", "title": "X", "text": "X rays were discovered in 1895."},
-                                     {"id": 7, "text": "Neutrons were discovered in 1932 by James Chadwick."}])
+    write_jsonl(
+        folder / "d.jsonl",
+        [
+            {"_id": "x1", "title": "X", "text": "X rays were discovered in 1895."},
+            {"id": 7, "text": "Neutrons were discovered in 1932 by James Chadwick."},
+        ],
+    )
     (folder / "e.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (folder / "f.txt").write_bytes(b"\xff\xfe\x00bad")
     (folder / "g.jsonl").write_text('{"_id": "ok", "text": "fine"}\nnot json\n')

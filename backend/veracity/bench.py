@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,7 +56,11 @@ async def main() -> int:
     engine = make_engine(url)
     sm = make_sessionmaker(engine)
     service = RunService(
-        sessionmaker=sm, registry=SpecRegistry.load(), settings=settings, graph=build_graph(), search=LocalSearch(sm)
+        sessionmaker=sm,
+        registry=SpecRegistry.load(),
+        settings=settings,
+        graph=build_graph(),
+        search=LocalSearch(sm),
     )
     print(f"market_brief on corpus {settings.corpus.default}, {REPEATS} runs per question (median)")
     print(f"{'question':<55} {'first event ms':>15} {'run ms':>10}")

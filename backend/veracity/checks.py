@@ -44,14 +44,22 @@ def citation_violations(draft: list[SectionDraft], evidence: list[Evidence]) -> 
         for index, claim in enumerate(section.claims):
             if not claim.evidence_ids:
                 violations.append(
-                    Violation(check="uncited_claim", section_id=section.id, claim_index=index,
-                              detail=f"claim has no [evidence:ID] anchor: {claim.text[:80]!r}")
+                    Violation(
+                        check="uncited_claim",
+                        section_id=section.id,
+                        claim_index=index,
+                        detail=f"claim has no [evidence:ID] anchor: {claim.text[:80]!r}",
+                    )
                 )
             for eid in claim.evidence_ids:
                 if eid not in by_id:
                     violations.append(
-                        Violation(check="unknown_anchor", section_id=section.id, claim_index=index,
-                                  detail=f"anchor [evidence:{eid}] was not retrieved in this run")
+                        Violation(
+                            check="unknown_anchor",
+                            section_id=section.id,
+                            claim_index=index,
+                            detail=f"anchor [evidence:{eid}] was not retrieved in this run",
+                        )
                     )
     return violations
 
@@ -75,8 +83,12 @@ def label_and_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evide
 
 def label_violations(draft: list[SectionDraft]) -> list[Violation]:
     return [
-        Violation(check="unsupported_claim", section_id=s.id, claim_index=i,
-                  detail=f"claim is not a span of the evidence it cites: {c.text[:80]!r}")
+        Violation(
+            check="unsupported_claim",
+            section_id=s.id,
+            claim_index=i,
+            detail=f"claim is not a span of the evidence it cites: {c.text[:80]!r}",
+        )
         for s in draft
         for i, c in enumerate(s.claims)
         if c.label == "unsupported"

@@ -48,8 +48,11 @@ class _Runtime:
         from veracity.specs.registry import SpecRegistry
 
         return RunService(
-            sessionmaker=self.sessionmaker, registry=SpecRegistry.load(), settings=self.settings,
-            graph=build_graph(), search=LocalSearch(self.sessionmaker),
+            sessionmaker=self.sessionmaker,
+            registry=SpecRegistry.load(),
+            settings=self.settings,
+            graph=build_graph(),
+            search=LocalSearch(self.sessionmaker),
         )
 
 
@@ -73,8 +76,11 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     async with _Runtime(settings) as rt:
         report = await ingest_path(
-            sessionmaker=rt.sessionmaker, path=Path(args.path), corpus=args.corpus,
-            chunk_chars=settings.corpus.chunk_chars, progress=lambda line: print(line, file=sys.stderr),
+            sessionmaker=rt.sessionmaker,
+            path=Path(args.path),
+            corpus=args.corpus,
+            chunk_chars=settings.corpus.chunk_chars,
+            progress=lambda line: print(line, file=sys.stderr),
         )
     for error in report.errors:
         _err(error)
@@ -126,7 +132,9 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         async with rt.sessionmaker() as session:
             counts = await corpus_counts(session=session)
             if args.corpus not in counts:
-                raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=args.corpus, known=", ".join(sorted(counts)) or "none"))
+                raise BadInput(
+                    messages.CORPUS_UNKNOWN.format(corpus=args.corpus, known=", ".join(sorted(counts)) or "none")
+                )
 
             async def run(query: str) -> list[dict[str, Any]]:
                 # Over-fetch passages so that k distinct documents survive the per-document collapse.
@@ -202,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", default=None)
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--queries", help="JSONL file of {\"id\", \"query\"}; one output line each")
+    p.add_argument("--queries", help='JSONL file of {"id", "query"}; one output line each')
 
     p = sub.add_parser("ask", help="research a question and print the report")
     p.add_argument("question")

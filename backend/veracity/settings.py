@@ -57,7 +57,9 @@ class LimitSettings(BaseModel):
         default=5, ge=1, le=50, description="Most claims the extractive composer writes in one section."
     )
     event_delay_ms: float = Field(
-        default=0.0, ge=0, le=5000,
+        default=0.0,
+        ge=0,
+        le=5000,
         description="Pause after each persisted event, to watch a run unfold in demos and live-view tests; 0 = none.",
     )
     sse_ping_seconds: float = Field(default=15.0, gt=0, description="Keep-alive comment interval on SSE streams.")

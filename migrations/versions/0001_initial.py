@@ -46,7 +46,10 @@ def upgrade() -> None:
         sa.Column("payload", sa.JSON(), nullable=False),
         sa.Column("created_at", TS, nullable=False),
         sa.ForeignKeyConstraint(
-            ["run_id"], ["research_runs.id"], name=op.f("fk_run_events_run_id_research_runs"), ondelete="CASCADE"
+            ["run_id"],
+            ["research_runs.id"],
+            name=op.f("fk_run_events_run_id_research_runs"),
+            ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_run_events")),
         sa.UniqueConstraint("run_id", "seq", name=op.f("uq_run_events_run_id")),
@@ -100,7 +103,10 @@ def upgrade() -> None:
         sa.Column("title", sa.Text(), nullable=False),
         sa.Column("text", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["document_id"], ["documents.id"], name=op.f("fk_chunks_document_id_documents"), ondelete="CASCADE"
+            ["document_id"],
+            ["documents.id"],
+            name=op.f("fk_chunks_document_id_documents"),
+            ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_chunks")),
     )

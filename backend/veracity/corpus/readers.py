@@ -60,9 +60,7 @@ def read_html(path: Path, doc_id: str) -> Iterator[DocumentIn]:
         raise _corrupt(path, "no readable main text was found in the HTML")
     title = getattr(extracted, "title", None) or path.stem
     date = getattr(extracted, "date", None)
-    yield DocumentIn(
-        doc_id=doc_id, title=title, text=_normalise(body), source_path=str(path), published=date
-    )
+    yield DocumentIn(doc_id=doc_id, title=title, text=_normalise(body), source_path=str(path), published=date)
 
 
 def read_pdf(path: Path, doc_id: str) -> Iterator[DocumentIn]:
@@ -95,7 +93,7 @@ def read_jsonl(path: Path, _doc_id: str) -> Iterator[DocumentIn]:
         raw_id = obj.get("_id", obj.get("id"))
         body = obj.get("text")
         if raw_id is None or str(raw_id).strip() == "" or not isinstance(body, str) or not body.strip():
-            raise _corrupt(path, f"line {number} needs an \"_id\" or \"id\" and a non-empty \"text\"")
+            raise _corrupt(path, f'line {number} needs an "_id" or "id" and a non-empty "text"')
         docs.append(
             DocumentIn(
                 doc_id=str(raw_id),

@@ -70,7 +70,5 @@ async def ensure_wiki_corpus(
     docs = load_documents()
     logger.info("loading %d Wikipedia lead sections into corpus %r", len(docs), corpus)
     report = IngestReport(files=1)
-    await ingest_documents(
-        sessionmaker=sessionmaker, corpus=corpus, docs=docs, chunk_chars=chunk_chars, report=report
-    )
+    await ingest_documents(sessionmaker=sessionmaker, corpus=corpus, docs=docs, chunk_chars=chunk_chars, report=report)
     return report

@@ -13,7 +13,7 @@ from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import Chunk, Document
-from veracity.text import content_terms, sha256_hex, sentence_spans
+from veracity.text import content_terms, sentence_spans, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,10 @@ def chunk_spans(text_: str, target_chars: int) -> list[tuple[int, int]]:
     return chunks
 
 
-async def upsert_document(
-    *, session: AsyncSession, corpus: str, doc: DocumentIn, chunk_chars: int
-) -> str:
+async def upsert_document(*, session: AsyncSession, corpus: str, doc: DocumentIn, chunk_chars: int) -> str:
     """Insert or replace one document and its chunks. Returns 'added', 'updated' or 'unchanged'."""
     digest = sha256_hex(doc.title + "\x00" + doc.text)
-    existing = await session.scalar(
-        select(Document).where(Document.corpus == corpus, Document.doc_id == doc.doc_id)
-    )
+    existing = await session.scalar(select(Document).where(Document.corpus == corpus, Document.doc_id == doc.doc_id))
     if existing is not None and existing.content_hash == digest:
         return "unchanged"
     if existing is not None:
@@ -126,7 +122,7 @@ async def search_chunks(*, session: AsyncSession, corpus: str, query: str, k: in
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
     if dialect == "sqlite":
         sql = text(
-            "SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c.\"end\", "
+            'SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c."end", '
             "-bm25(chunks_fts, 2.0, 1.0) AS score, d.url, d.published "
             "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.document_id "
@@ -136,7 +132,7 @@ async def search_chunks(*, session: AsyncSession, corpus: str, query: str, k: in
         params = {"q": " OR ".join(f'"{t}"' for t in terms), "corpus": corpus, "k": k}
     else:
         sql = text(
-            "SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c.\"end\", "
+            'SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c."end", '
             "ts_rank_cd(c.tsv, q, 1) AS score, d.url, d.published "
             "FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', :q) q "
             "WHERE c.tsv @@ q AND c.corpus = :corpus "

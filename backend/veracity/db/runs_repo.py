@@ -90,9 +90,7 @@ async def add_artifact_version(
     *, session: AsyncSession, run_id: str, report: dict[str, Any], markdown: str
 ) -> ArtifactVersion:
     """Write the next version (1, 2, …) of a run's artifact."""
-    current = await session.scalar(
-        select(func.max(ArtifactVersion.version)).where(ArtifactVersion.run_id == run_id)
-    )
+    current = await session.scalar(select(func.max(ArtifactVersion.version)).where(ArtifactVersion.run_id == run_id))
     artifact = ArtifactVersion(run_id=run_id, version=(current or 0) + 1, report=report, markdown=markdown)
     session.add(artifact)
     await session.flush()

@@ -20,7 +20,15 @@ from veracity.graph.nodes.verify import verify
 from veracity.graph.state import RunState
 
 NODE_ORDER = (
-    "route", "plan", "retrieve", "retrieve_merge", "synthesize", "synthesize_merge", "compose", "verify", "decide",
+    "route",
+    "plan",
+    "retrieve",
+    "retrieve_merge",
+    "synthesize",
+    "synthesize_merge",
+    "compose",
+    "verify",
+    "decide",
 )
 
 

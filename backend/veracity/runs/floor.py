@@ -16,7 +16,11 @@ def floor_report(
     digest = evidence[:DIGEST_SIZE]
     sections = [
         ReportSection(
-            id=s.id, title=s.title, required=s.required, status="not_found", claims=[],
+            id=s.id,
+            title=s.title,
+            required=s.required,
+            status="not_found",
+            claims=[],
             note="Not written: the draft could not be verified.",
         )
         for s in spec.sections
@@ -36,18 +40,30 @@ def floor_report(
         f"found instead. Reason: {reason}."
     )
     return Report(
-        run_id=run_id, template=spec.id, question=question, corpus=corpus, outcome="fallback",
-        outcome_reason=reason, sections=sections, evidence=report_evidence(digest), notes=[note],
+        run_id=run_id,
+        template=spec.id,
+        question=question,
+        corpus=corpus,
+        outcome="fallback",
+        outcome_reason=reason,
+        sections=sections,
+        evidence=report_evidence(digest),
+        notes=[note],
     )
 
 
-def routed_report(
-    *, run_id: str, spec: Spec, question: str, corpus: str, route: str, reason: str
-) -> Report:
+def routed_report(*, run_id: str, spec: Spec, question: str, corpus: str, route: str, reason: str) -> Report:
     """The whole answer when the router stops a run: no search was made and no model was called."""
     outcome = "crisis" if route == "crisis" else "escalated"
     answer = spec.policy.crisis_answer if route == "crisis" else spec.policy.escalation_answer
     return Report(
-        run_id=run_id, template=spec.id, question=question, corpus=corpus, outcome=outcome,
-        outcome_reason=reason, sections=[], evidence=[], notes=[answer],
+        run_id=run_id,
+        template=spec.id,
+        question=question,
+        corpus=corpus,
+        outcome=outcome,
+        outcome_reason=reason,
+        sections=[],
+        evidence=[],
+        notes=[answer],
     )

@@ -37,9 +37,13 @@ def check(report: Report, spec: Spec) -> list[str]:
         # Directives bound the written prose, not the evidence appendix.
         length = sum(len(c.text) for s in report.sections for c in s.claims)
         if length < spec.composer.min_chars:
-            problems.append(f"report prose is {length} characters; the template needs at least {spec.composer.min_chars}")
+            problems.append(
+                f"report prose is {length} characters; the template needs at least {spec.composer.min_chars}"
+            )
         if length > spec.composer.max_chars:
-            problems.append(f"report prose is {length} characters; the template allows at most {spec.composer.max_chars}")
+            problems.append(
+                f"report prose is {length} characters; the template allows at most {spec.composer.max_chars}"
+            )
         present = {s.id for s in report.sections}
         missing = [s.id for s in spec.sections if s.required and s.id not in present]
         if missing:

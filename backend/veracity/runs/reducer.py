@@ -12,7 +12,17 @@ from datetime import datetime
 from typing import Any
 
 STATUS_RANK = {"pending": 0, "skipped": 1, "running": 2, "revise": 3, "done": 4, "failed": 5}
-NODES = ("route", "plan", "retrieve", "retrieve_merge", "synthesize", "synthesize_merge", "compose", "verify", "decide")
+NODES = (
+    "route",
+    "plan",
+    "retrieve",
+    "retrieve_merge",
+    "synthesize",
+    "synthesize_merge",
+    "compose",
+    "verify",
+    "decide",
+)
 
 
 @dataclass
@@ -89,7 +99,10 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
             text += f" — {p['error']}"
         return text, kind
     if name == "retrieve_merge_complete":
-        return f"{p.get('evidences_after')} evidences after removing {p.get('duplicates_removed')} duplicates", "info"
+        return (
+            f"{p.get('evidences_after')} evidences after removing {p.get('duplicates_removed')} duplicates",
+            "info",
+        )
     if name == "retrieve_complete":
         failed = p.get("failed_branches") or []
         text = f"{p.get('evidences')} evidences from {len(p.get('sources', []))} sources"
@@ -99,7 +112,10 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
         return f"evidence per section — {routed or 'none routed'}", "info"
     if name == "self_check_complete":
         n = len(p.get("violations", []))
-        return f"attempt {p.get('attempt')}: verdict {p.get('verdict')}, {n} violation(s)", "guard" if n else "info"
+        return (
+            f"attempt {p.get('attempt')}: verdict {p.get('verdict')}, {n} violation(s)",
+            "guard" if n else "info",
+        )
     if name == "revise_requested":
         return f"revise: {p.get('reason')}", "guard"
     if name == "route_decided":
@@ -124,7 +140,14 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
     offset = int((created_at - view.started_at).total_seconds() * 1000)
     summary, kind = _summary(name, payload)
     view.timeline.append(
-        TimelineRow(seq=seq, name=name, at=created_at.strftime("%H:%M:%S"), offset_ms=offset, summary=summary, kind=kind)
+        TimelineRow(
+            seq=seq,
+            name=name,
+            at=created_at.strftime("%H:%M:%S"),
+            offset_ms=offset,
+            summary=summary,
+            kind=kind,
+        )
     )
     if not view.finished:
         view.status = "running"

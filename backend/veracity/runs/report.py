@@ -27,7 +27,13 @@ def report_evidence(evidence: list[Evidence], cited: set[str] | None = None) -> 
 
 
 def shipped_report(
-    *, run_id: str, spec: Spec, question: str, corpus: str, draft: list[SectionDraft], evidence: list[Evidence]
+    *,
+    run_id: str,
+    spec: Spec,
+    question: str,
+    corpus: str,
+    draft: list[SectionDraft],
+    evidence: list[Evidence],
 ) -> Report:
     sections = [
         ReportSection(

@@ -92,7 +92,11 @@ class RunService:
         run_id = uuid.uuid4().hex
         async with self.sessionmaker() as session, session.begin():
             await runs_repo.create_run(
-                session=session, run_id=run_id, template_id=spec.id, question=question, corpus=corpus,
+                session=session,
+                run_id=run_id,
+                template_id=spec.id,
+                question=question,
+                corpus=corpus,
                 budgets=spec.budgets.model_dump(),
             )
         task = asyncio.create_task(self.execute(run_id, spec, question, corpus, started), name=f"run-{run_id}")
@@ -153,9 +157,16 @@ class RunService:
         emit_started = time.perf_counter()
         try:
             await self.emit(
-                run_id, "run_started",
-                {"run_id": run_id, "template": spec.id, "question": question, "corpus": corpus,
-                 "sections": [s.id for s in spec.sections], "budgets": spec.budgets.model_dump()},
+                run_id,
+                "run_started",
+                {
+                    "run_id": run_id,
+                    "template": spec.id,
+                    "question": question,
+                    "corpus": corpus,
+                    "sections": [s.id for s in spec.sections],
+                    "budgets": spec.budgets.model_dump(),
+                },
             )
             first_event_ms = (time.perf_counter() - started) * 1000
             async with self.sessionmaker() as session, session.begin():
@@ -165,7 +176,10 @@ class RunService:
                 await self.emit(run_id, name, payload)
 
             context = Context(
-                spec=spec, search=self.search, emit=emit, limits=self.settings.limits,
+                spec=spec,
+                search=self.search,
+                emit=emit,
+                limits=self.settings.limits,
                 coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
             )
             state = await self.graph.ainvoke(
@@ -204,25 +218,40 @@ class RunService:
                 await self._fail(run_id, "store_artifact_loop_abort")
                 return
             candidate = floor_report(
-                run_id=run_id, spec=spec, question=report.question, corpus=report.corpus,
-                evidence=[], reason=f"the pre-persistence gate rejected the report ({rejections[-1]})",
+                run_id=run_id,
+                spec=spec,
+                question=report.question,
+                corpus=report.corpus,
+                evidence=[],
+                reason=f"the pre-persistence gate rejected the report ({rejections[-1]})",
             )
             candidate.metrics = report.metrics
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             async with self.sessionmaker() as session, session.begin():
                 artifact = await runs_repo.add_artifact_version(
-                    session=session, run_id=run_id, report=candidate.model_dump(mode="json"),
+                    session=session,
+                    run_id=run_id,
+                    report=candidate.model_dump(mode="json"),
                     markdown=render_markdown(candidate),
                 )
                 await runs_repo.set_run_status(
-                    session=session, run_id=run_id, status="done", outcome=candidate.outcome,
+                    session=session,
+                    run_id=run_id,
+                    status="done",
+                    outcome=candidate.outcome,
                     metrics=dict(candidate.metrics),
                 )
                 await runs_repo.append_event(
-                    session=session, run_id=run_id, name="complete",
-                    payload={"outcome": candidate.outcome, "version": artifact.version,
-                             "report": candidate.model_dump(mode="json"), "metrics": candidate.metrics},
+                    session=session,
+                    run_id=run_id,
+                    name="complete",
+                    payload={
+                        "outcome": candidate.outcome,
+                        "version": artifact.version,
+                        "report": candidate.model_dump(mode="json"),
+                        "metrics": candidate.metrics,
+                    },
                 )
         await self.notifier.notify(run_id)
         self._locks.pop(run_id, None)

@@ -29,9 +29,7 @@ class SectionSpec(Strict):
     description: str
     required: bool = False
     min_evidence: int = Field(default=1, ge=0, le=50)
-    summary: bool = Field(
-        default=False, description="Written after, and only from, the claims of the other sections."
-    )
+    summary: bool = Field(default=False, description="Written after, and only from, the claims of the other sections.")
     keywords: list[str] = Field(default_factory=list, description="Routing words for evidence → section.")
     query_hint: str = Field(
         default="{question}", description="How the heuristic planner phrases this section's sub-question."

@@ -37,9 +37,7 @@ class SpecRegistry:
         try:
             return self._specs[spec_id]
         except KeyError:
-            raise BadInput(
-                messages.TEMPLATE_UNKNOWN.format(template=spec_id, known=", ".join(self._specs))
-            ) from None
+            raise BadInput(messages.TEMPLATE_UNKNOWN.format(template=spec_id, known=", ".join(self._specs))) from None
 
     def ids(self) -> list[str]:
         return list(self._specs)

@@ -50,7 +50,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 logger.info("default corpus loaded: %s", report.as_dict())
         graph = build_graph()
         service = RunService(
-            sessionmaker=sessionmaker, registry=SpecRegistry.load(), settings=settings, graph=graph,
+            sessionmaker=sessionmaker,
+            registry=SpecRegistry.load(),
+            settings=settings,
+            graph=graph,
             search=LocalSearch(sessionmaker),
         )
         interrupted = await service.recover_interrupted()
@@ -77,7 +80,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     async def _veracity_error(request: Request, exc: VeracityError) -> Response:
         if _wants_html(request):
             return templates.TemplateResponse(
-                request, "pages/error.html", {"message": exc.message, "status": exc.status_code},
+                request,
+                "pages/error.html",
+                {"message": exc.message, "status": exc.status_code},
                 status_code=exc.status_code,
             )
         return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=exc.status_code)

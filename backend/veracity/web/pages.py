@@ -22,8 +22,14 @@ router = APIRouter()
 
 
 async def _home(
-    request: Request, templates: TemplatesDep, service: ServiceDep, session: SessionDep, *,
-    error: str | None = None, form: dict[str, Any] | None = None, status_code: int = 200,
+    request: Request,
+    templates: TemplatesDep,
+    service: ServiceDep,
+    session: SessionDep,
+    *,
+    error: str | None = None,
+    form: dict[str, Any] | None = None,
+    status_code: int = 200,
 ) -> HTMLResponse:
     runs = await runs_repo.recent_runs(session=session, limit=20)
     corpora = await corpus_repo.corpus_counts(session=session)
@@ -127,5 +133,6 @@ async def run_live(
     await session.close()
     view = reduce_events(run_id, seen)
     return EventSourceResponse(
-        page_stream(templates, shape, view, service.tail(run_id, cursor)), ping=settings.limits.sse_ping_seconds
+        page_stream(templates, shape, view, service.tail(run_id, cursor)),
+        ping=settings.limits.sse_ping_seconds,
     )

@@ -43,7 +43,9 @@ def page_messages(
     messages = [
         ServerSentEvent(data=_render(templates, "partials/_timeline_row.html", row=row), event="timeline", id=seq),
         ServerSentEvent(
-            data=_render(templates, "partials/_topology.html", topo=layout(shape, view)), event="topology", id=seq
+            data=_render(templates, "partials/_topology.html", topo=layout(shape, view)),
+            event="topology",
+            id=seq,
         ),
         ServerSentEvent(data=_render(templates, "partials/_status.html", view=view), event="status", id=seq),
     ]

@@ -115,13 +115,31 @@ def layout(shape: GraphShape, view: RunView) -> Topology:
                     bstate = "skipped"
                 counters = f"q{b.queries} p{b.pages} e{b.evidences}" if node == "retrieve" else f"e{b.evidences}"
                 boxes[node].append(
-                    Box(id=f"{node}-{b.subtask_id}", label=f"{node} {b.subtask_id}", x=x0 + i * (w + gap), y=y,
-                        w=w, h=BOX_H, state=bstate, counters=counters, branch_of=node, note=b.error or "")
+                    Box(
+                        id=f"{node}-{b.subtask_id}",
+                        label=f"{node} {b.subtask_id}",
+                        x=x0 + i * (w + gap),
+                        y=y,
+                        w=w,
+                        h=BOX_H,
+                        state=bstate,
+                        counters=counters,
+                        branch_of=node,
+                        note=b.error or "",
+                    )
                 )
         else:
             boxes[node] = [
-                Box(id=node, label=node, x=(WIDTH - BOX_W) // 2, y=y, w=BOX_W, h=BOX_H, state=state,
-                    note=view.node_notes.get(node, ""))
+                Box(
+                    id=node,
+                    label=node,
+                    x=(WIDTH - BOX_W) // 2,
+                    y=y,
+                    w=BOX_W,
+                    h=BOX_H,
+                    state=state,
+                    note=view.node_notes.get(node, ""),
+                )
             ]
     edges: list[Edge] = []
     for source, target, conditional in shape.edges:
@@ -132,10 +150,26 @@ def layout(shape: GraphShape, view: RunView) -> Topology:
             for t in boxes[target]:
                 if loop:
                     x = s.x + s.w + 8
-                    edges.append(Edge(x, s.y + s.h // 2, t.x + t.w + 8, t.y + t.h // 2, "loop",
-                                      view.node_notes.get("decide") == "revise"))
+                    edges.append(
+                        Edge(
+                            x,
+                            s.y + s.h // 2,
+                            t.x + t.w + 8,
+                            t.y + t.h // 2,
+                            "loop",
+                            view.node_notes.get("decide") == "revise",
+                        )
+                    )
                 else:
-                    edges.append(Edge(s.x + s.w // 2, s.y + s.h, t.x + t.w // 2, t.y, "conditional" if conditional else "edge",
-                                      s.state == "done" and t.state != "pending"))
+                    edges.append(
+                        Edge(
+                            s.x + s.w // 2,
+                            s.y + s.h,
+                            t.x + t.w // 2,
+                            t.y,
+                            "conditional" if conditional else "edge",
+                            s.state == "done" and t.state != "pending",
+                        )
+                    )
     height = MARGIN * 2 + len(shape.nodes) * ROW_H
     return Topology(width=WIDTH, height=height, boxes=[b for bs in boxes.values() for b in bs], edges=edges)

@@ -47,9 +47,7 @@ def extractive_draft(
         # The lead claim of each other section, in template order.
         leads = [d.claims[0] for d in drafts.values() if d.claims][:SUMMARY_CLAIMS]
         leads = [c for c in leads if (section.id, c.text) not in rejected]
-        drafts[section.id] = SectionDraft(
-            id=section.id, title=section.title, claims=[c.model_copy() for c in leads]
-        )
+        drafts[section.id] = SectionDraft(id=section.id, title=section.title, claims=[c.model_copy() for c in leads])
     return [drafts[s.id] for s in spec_sections]
 
 

@@ -14,9 +14,7 @@ async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     spec = runtime.context.spec
     attempt = state.get("attempt", 1)
     draft = state["draft"]
-    supported_required = sum(
-        1 for s in draft if spec.section(s.id).required and s.status == "supported"
-    )
+    supported_required = sum(1 for s in draft if spec.section(s.id).required and s.status == "supported")
     needed = min(spec.qa_policy.min_supported_required, sum(1 for s in spec.sections if s.required))
     if state["verdict"] == "crisis":
         decision, reason = "crisis", "the reviewer flagged a crisis"
@@ -38,8 +36,12 @@ async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     else:
         await runtime.context.emit(
             "synthesize_complete",
-            {"decision": decision, "reason": reason, "attempts": attempt,
-             "sections": {s.id: s.status for s in draft}},
+            {
+                "decision": decision,
+                "reason": reason,
+                "attempts": attempt,
+                "sections": {s.id: s.status for s in draft},
+            },
         )
     return {"decision": decision, "decision_reason": reason}
 

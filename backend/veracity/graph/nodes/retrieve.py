@@ -51,7 +51,11 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
                 stat.pages += 1
                 found.extend(
                     extract_evidence(
-                        hit, query=subtask.question, focus_terms=subtask.focus_terms, subtask_id=subtask.id, corpus=task["corpus"],
+                        hit,
+                        query=subtask.question,
+                        focus_terms=subtask.focus_terms,
+                        subtask_id=subtask.id,
+                        corpus=task["corpus"],
                         fetched_at=fetched_at,
                     )
                 )

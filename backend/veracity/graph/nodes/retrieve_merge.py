@@ -17,7 +17,11 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
     stats = sorted(state.get("branch_stats", []), key=lambda s: s.subtask_id)
     await runtime.context.emit(
         "retrieve_merge_complete",
-        {"evidences_before": len(raw), "evidences_after": len(merged), "duplicates_removed": len(raw) - len(merged)},
+        {
+            "evidences_before": len(raw),
+            "evidences_after": len(merged),
+            "duplicates_removed": len(raw) - len(merged),
+        },
     )
     sources: dict[str, dict[str, Any]] = {}
     for ev in sorted(raw, key=lambda e: (e.origin_subtask_id, -e.score)):
