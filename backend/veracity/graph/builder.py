@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -32,13 +34,13 @@ NODE_ORDER = (
 )
 
 
-def build_graph() -> CompiledStateGraph:
+def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     builder = StateGraph(RunState, context_schema=Context)
     builder.add_node("route", route)  # policy phrases → proceed / escalate / crisis; no search, no model
     builder.add_node("plan", plan)  # sub-questions per section, core sections always routed
-    builder.add_node("retrieve", retrieve)  # one branch per subtask (Send)
+    builder.add_node("retrieve", retrieve)  # type: ignore[call-overload]  # one branch per subtask (Send)
     builder.add_node("retrieve_merge", retrieve_merge)  # near-identical dedupe across branches
-    builder.add_node("synthesize", synthesize)  # one branch per subtask (Send): evidence → section shard
+    builder.add_node("synthesize", synthesize)  # type: ignore[call-overload]  # one branch per subtask (Send): evidence → section shard
     builder.add_node("synthesize_merge", synthesize_merge)  # shards → per-section evidence, backfill
     builder.add_node("compose", compose)  # anchored claims per section; summaries from the others
     builder.add_node("verify", verify)  # deterministic checks → violations, labels, verdict

@@ -3,6 +3,8 @@ digest with anchors. It replaces any result that is not shippable."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from veracity.domain import Claim, Evidence, Report, ReportSection
 from veracity.runs.report import report_evidence
 from veracity.specs.models import Spec
@@ -54,7 +56,7 @@ def floor_report(
 
 def routed_report(*, run_id: str, spec: Spec, question: str, corpus: str, route: str, reason: str) -> Report:
     """The whole answer when the router stops a run: no search was made and no model was called."""
-    outcome = "crisis" if route == "crisis" else "escalated"
+    outcome: Literal["crisis", "escalated"] = "crisis" if route == "crisis" else "escalated"
     answer = spec.policy.crisis_answer if route == "crisis" else spec.policy.escalation_answer
     return Report(
         run_id=run_id,

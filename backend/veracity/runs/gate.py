@@ -30,9 +30,9 @@ def check(report: Report, spec: Spec) -> list[str]:
     for pattern in PLACEHOLDERS:
         if pattern.search(prose):
             problems.append(f"placeholder text matches {pattern.pattern!r}")
-    for pattern in spec.composer.forbidden_patterns + spec.policy.forbidden_patterns:
-        if re.search(pattern, prose):
-            problems.append(f"forbidden pattern {pattern!r} present")
+    for forbidden in spec.composer.forbidden_patterns + spec.policy.forbidden_patterns:
+        if re.search(forbidden, prose):
+            problems.append(f"forbidden pattern {forbidden!r} present")
     if report.outcome == "shipped":
         # Directives bound the written prose, not the evidence appendix.
         length = sum(len(c.text) for s in report.sections for c in s.claims)

@@ -55,7 +55,7 @@ class RunService:
         sessionmaker: async_sessionmaker[AsyncSession],
         registry: SpecRegistry,
         settings: Settings,
-        graph: CompiledStateGraph,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
         search: SearchProvider,
         notifier: RunNotifier | None = None,
     ) -> None:
@@ -183,7 +183,8 @@ class RunService:
                 coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
             )
             state = await self.graph.ainvoke(
-                {"run_id": run_id, "question": question, "corpus": corpus}, context=context
+                {"run_id": run_id, "question": question, "corpus": corpus},
+                context=context,  # type: ignore[call-overload]  # langgraph's overloads do not admit a context type
             )
             report = self._finish(run_id, spec, question, corpus, state)
             report.metrics = self._metrics(state, started, emit_started, first_event_ms)
@@ -197,13 +198,31 @@ class RunService:
 
     def _finish(self, run_id: str, spec: Spec, question: str, corpus: str, state: dict[str, Any]) -> Report:
         """Outside the graph: the floor replaces anything not shippable."""
-        common = {"run_id": run_id, "spec": spec, "question": question, "corpus": corpus}
         if state.get("route", "proceed") != "proceed":
-            return routed_report(**common, route=state["route"], reason=state.get("route_reason", ""))
+            return routed_report(
+                run_id=run_id,
+                spec=spec,
+                question=question,
+                corpus=corpus,
+                route=state["route"],
+                reason=state.get("route_reason", ""),
+            )
         if state.get("decision") == "ship":
-            return shipped_report(**common, draft=state["draft"], evidence=state.get("evidence", []))
+            return shipped_report(
+                run_id=run_id,
+                spec=spec,
+                question=question,
+                corpus=corpus,
+                draft=state["draft"],
+                evidence=state.get("evidence", []),
+            )
         return floor_report(
-            **common, evidence=state.get("evidence", []), reason=state.get("decision_reason", "not shippable")
+            run_id=run_id,
+            spec=spec,
+            question=question,
+            corpus=corpus,
+            evidence=state.get("evidence", []),
+            reason=state.get("decision_reason", "not shippable"),
         )
 
     async def _store(self, run_id: str, spec: Spec, report: Report) -> None:
