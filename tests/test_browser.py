@@ -117,7 +117,10 @@ def server(wiki_template_db: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [str(VERACITY), "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     srv = Server(base_url=f"http://127.0.0.1:{port}", db_path=db_path, log_path=log_path)
     try:
@@ -414,4 +417,9 @@ async def test_phone_width(server: Server, browser: Browser) -> None:
     print(f"phone width: {measured}")
     assert measured["doc"] <= width + 2, f"page is {measured['doc']} px wide at a {width} px viewport: {measured}"
     assert measured["body"] <= width + 2, f"body is {measured['body']} px wide at a {width} px viewport: {measured}"
+    await page.goto(f"{server.base_url}/")  # the home page, with its recent-runs table, at phone width too
+    await page.wait_for_load_state("load")
+    await page.screenshot(path=str(ARTIFACTS / "phone-home.png"), full_page=True)
+    home_width = await page.evaluate("() => document.documentElement.scrollWidth")
+    assert home_width <= width + 2, f"home page is {home_width} px wide at a {width} px viewport"
     await page.context.close()
