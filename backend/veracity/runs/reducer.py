@@ -11,18 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from veracity.graph.builder import NODE_ORDER
+
 STATUS_RANK = {"pending": 0, "skipped": 1, "running": 2, "revise": 3, "done": 4, "failed": 5}
-NODES = (
-    "route",
-    "plan",
-    "retrieve",
-    "retrieve_merge",
-    "synthesize",
-    "synthesize_merge",
-    "compose",
-    "verify",
-    "decide",
-)
+NODES = NODE_ORDER
 
 
 @dataclass
