@@ -14,6 +14,7 @@ from veracity.graph.context import Context, RetrievalCoordinator, SearchHit
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
 from veracity.graph.nodes.compose import extractive_draft
 from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan
+from veracity.runs.events import PIPELINE_EVENTS
 from veracity.settings import LimitSettings
 from veracity.specs.registry import SpecRegistry
 from veracity.synthesis import route_shard
@@ -85,17 +86,7 @@ async def test_full_run_emits_design_events_in_order_with_one_delta_per_branch_s
     names = rec.names
     # The graph emits everything but run_started/complete (the service's); collapse the per-branch deltas.
     collapsed = [x for i, x in enumerate(names) if i == 0 or x != names[i - 1]]
-    assert collapsed == [
-        "planner_complete",
-        "retrieve_map_started",
-        "retrieve_map_progress",
-        "retrieve_merge_complete",
-        "retrieve_complete",
-        "synthesize_map_progress",
-        "synthesize_merge_complete",
-        "self_check_complete",
-        "synthesize_complete",
-    ]
+    assert collapsed == list(PIPELINE_EVENTS[1:-1])
     for event in ("retrieve_map_progress", "synthesize_map_progress"):
         deltas = [p for name, p in rec.events if name == event]
         assert len(deltas) == 2 * n

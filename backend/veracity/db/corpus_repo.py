@@ -103,6 +103,11 @@ async def corpus_counts(*, session: AsyncSession) -> dict[str, int]:
     return {name: count for name, count in result.all()}
 
 
+async def corpus_exists(*, session: AsyncSession, corpus: str) -> bool:
+    """One indexed row lookup; used on every run start instead of counting the corpora."""
+    return await session.scalar(select(Document.id).where(Document.corpus == corpus).limit(1)) is not None
+
+
 async def document_count(*, session: AsyncSession, corpus: str) -> int:
     return int(await session.scalar(select(func.count()).where(Document.corpus == corpus)) or 0)
 

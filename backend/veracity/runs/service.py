@@ -79,9 +79,10 @@ class RunService:
         spec = self.registry.get(template)
         corpus = (corpus or "").strip() or spec.default_source.corpus or self.settings.corpus.default
         async with self.sessionmaker() as session:
-            counts = await corpus_repo.corpus_counts(session=session)
-        if corpus not in counts:
-            raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=corpus, known=", ".join(sorted(counts)) or "none"))
+            if not await corpus_repo.corpus_exists(session=session, corpus=corpus):
+                # Only the error path pays for listing the corpora.
+                known = ", ".join(sorted(await corpus_repo.corpus_counts(session=session))) or "none"
+                raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=corpus, known=known))
         return question, spec, corpus
 
     # ---- lifecycle --------------------------------------------------------------------------------
