@@ -59,12 +59,41 @@ class Budgets(Strict):
     tokens: int = Field(default=0, ge=0)
 
 
+class ClassifierDomain(Strict):
+    """What the router's classifier looks for behind the patterns: the words of one domain."""
+
+    route: Literal["escalate", "crisis"]
+    terms: list[str] = Field(description="Case-insensitive regular expressions matched at word boundaries.")
+
+    @field_validator("terms")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        return _check_patterns(value)
+
+
 class Policy(Strict):
-    escalation_phrases: list[str] = Field(default_factory=list)
-    advice_phrases: list[str] = Field(default_factory=list)
-    crisis_lexicon: list[str] = Field(default_factory=list)
+    """The one policy source of a spec: the router, the composer, the checks and the floor all read it.
+
+    Phrases and lexicon entries are case-insensitive regular expressions matched at word boundaries.
+    ``packs`` names shared policy packs (``specs/packs/*.yaml``) merged in at load time; after loading,
+    the lists hold the pack entries followed by the spec's own.
+    """
+
+    packs: list[str] = Field(default_factory=list)
+    escalation_phrases: list[str] = Field(
+        default_factory=list, description="A question about the asker's own situation: the run is escalated."
+    )
+    advice_phrases: list[str] = Field(
+        default_factory=list, description="Advice-giving phrasing that must never appear in a written answer."
+    )
+    crisis_lexicon: list[str] = Field(default_factory=list, description="Language of crisis or self-harm.")
+    classifier_domains: dict[str, ClassifierDomain] = Field(
+        default_factory=dict, description="Pack id → the domain words the router's classifier scores."
+    )
     disclaimer: dict[str, str] = Field(default_factory=dict, description="Disclaimer text per language code.")
-    citation_pattern: str | None = None
+    citation_pattern: str | None = Field(
+        default=None, description="A citation the answer must contain (e.g. a statute section), when set."
+    )
     forbidden_patterns: list[str] = Field(default_factory=list)
     escalation_answer: str = Field(
         default=(
@@ -80,11 +109,32 @@ class Policy(Strict):
         ),
         description="The whole answer when the router or reviewer detects a crisis.",
     )
+    floor_note: str = Field(
+        default=(
+            "Veracity could not produce a report it can stand behind for this question, so it shows what it "
+            "found instead."
+        ),
+        description="The honest first line of the floor answer.",
+    )
 
-    @field_validator("forbidden_patterns")
+    @field_validator("escalation_phrases", "advice_phrases", "crisis_lexicon", "forbidden_patterns")
     @classmethod
     def _compiles(cls, value: list[str]) -> list[str]:
         return _check_patterns(value)
+
+    @field_validator("citation_pattern")
+    @classmethod
+    def _citation(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_patterns([value])
+        return value
+
+
+class PolicyPack(Policy):
+    """A shared policy pack: the same fields as a spec's policy plus an id and a description."""
+
+    id: str
+    description: str
 
 
 class ComposerDirectives(Strict):

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from veracity import messages
 from veracity.errors import BadInput
 from veracity.specs.models import Spec
+from veracity.specs.policy import PackError, resolve
 
 BUNDLED = Path(__file__).parent / "data"
 
@@ -59,4 +60,7 @@ def load_spec_file(path: Path) -> Spec:
         raise SpecError(f"{path}: {exc}") from exc
     if spec.id != path.stem:
         raise SpecError(f"{path}: spec id '{spec.id}' does not match the file name")
-    return spec
+    try:
+        return spec.model_copy(update={"policy": resolve(spec.policy)})
+    except PackError as exc:
+        raise SpecError(f"{path}: {exc}") from exc
