@@ -46,8 +46,14 @@ async def test_stream_emits_the_eleven_events_in_order_with_sequential_ids(clien
     names = [e.event for e in events]
     assert [int(e.id) for e in events] == list(range(1, len(events) + 1))
     collapsed = [x for i, x in enumerate(names) if i == 0 or x != names[i - 1]]
-    assert collapsed == list(PIPELINE_EVENTS)
-    planned = json.loads(events[1].data)["subtasks"]
+    assert [x for x in collapsed if x in PIPELINE_EVENTS] == list(PIPELINE_EVENTS)
+    # The guard events sit where their steps run: the route before planning, the draft before its check.
+    expected = list(PIPELINE_EVENTS)
+    expected.insert(1, "route_decided")
+    expected.insert(expected.index("self_check_complete"), "draft_composed")
+    assert collapsed == expected
+    assert json.loads(events[1].data)["route"] == "proceed"
+    planned = json.loads(events[names.index("planner_complete")].data)["subtasks"]
     assert names.count("retrieve_map_progress") == 2 * len(planned)
     assert names.count("synthesize_map_progress") == 2 * len(planned)
     final = json.loads(events[-1].data)
@@ -123,12 +129,12 @@ async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_f
         (
             {"question": "coffee", "template": "horoscope"},
             422,
-            "Unknown template 'horoscope'. Known templates: investment_memo, market_brief.",
+            "Unknown template 'horoscope'. Known templates: coach_reply, investment_memo, legal_research, market_brief, support_answer.",
         ),
         (
             {"question": "coffee", "template": "market_brief", "corpus": "nope"},
             422,
-            "Unknown corpus 'nope'. Known corpora: small.",
+            "Unknown corpus 'nope'. Known corpora: coach_reply, legal_research, small, support_answer.",
         ),
     ],
 )
@@ -236,7 +242,10 @@ async def test_interrupted_run_is_marked_failed_at_next_start(client_for, small_
 
 async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
-    assert (await client.get("/healthz")).json() == {"status": "ok", "corpora": {"small": 3}}
+    health = (await client.get("/healthz")).json()
+    # The test corpus plus the knowledge corpora the bundled templates ship with, loaded at start-up.
+    assert health["status"] == "ok" and health["corpora"]["small"] == 3
+    assert set(health["corpora"]) == {"small", "legal_research", "support_answer", "coach_reply"}
 
 
 async def test_concurrent_runs_do_not_mix_events(client_for, small_db_url) -> None:

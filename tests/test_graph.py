@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from veracity.checks import citation_violations
 from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask
 from veracity.graph.builder import NODE_ORDER, build_graph
 from veracity.graph.context import Context, RetrievalCoordinator, SearchHit
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
-from veracity.graph.nodes.compose import extractive_draft
+from veracity.compose.base import ComposeRequest
+from veracity.compose.extractive import pick_claims
+from veracity.guards.citations import citation_violations
 from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan
 from veracity.runs.events import PIPELINE_EVENTS
 from veracity.settings import LimitSettings
@@ -85,8 +86,11 @@ async def test_full_run_emits_design_events_in_order_with_one_delta_per_branch_s
     assert n == 3  # market_brief: three evidence sections, executive_summary is written from them
     names = rec.names
     # The graph emits everything but run_started/complete (the service's); collapse the per-branch deltas.
-    collapsed = [x for i, x in enumerate(names) if i == 0 or x != names[i - 1]]
+    pipeline = [x for x in names if x in PIPELINE_EVENTS]
+    collapsed = [x for i, x in enumerate(pipeline) if i == 0 or x != pipeline[i - 1]]
     assert collapsed == list(PIPELINE_EVENTS[1:-1])
+    # The guard events sit where their nodes run: the route first, each draft before its check.
+    assert names[0] == "route_decided" and names.index("draft_composed") == names.index("self_check_complete") - 1
     for event in ("retrieve_map_progress", "synthesize_map_progress"):
         deltas = [p for name, p in rec.events if name == event]
         assert len(deltas) == 2 * n
@@ -157,6 +161,7 @@ async def test_nothing_found_goes_to_fail_safe() -> None:
             "decision": "fail_safe",
             "reason": "no evidence was found for any section",
             "attempts": 1,
+            "confidence": 0.0,
             "sections": {
                 "executive_summary": "not_found",
                 "key_findings": "not_found",
@@ -233,12 +238,14 @@ def test_citation_check_rejects_uncited_and_unretrieved(claim: Claim, check: str
 def test_composer_deduplicates_sentences_across_sections() -> None:
     spec = SPECS.get("market_brief")
     ev = _evidence("e1", "st1")
-    draft = extractive_draft(
-        spec_sections=spec.sections,
-        section_evidence={"key_findings": ["e1"], "market_landscape": ["e1"]},
-        evidence=[ev],
-        per_section=5,
-        rejected=set(),
+    picked = pick_claims(
+        ComposeRequest(
+            spec=spec,
+            question="q",
+            section_evidence={"key_findings": ["e1"], "market_landscape": ["e1"]},
+            evidence=[ev],
+            attempt=1,
+            per_section=5,
+        )
     )
-    by_id = {s.id: s for s in draft}
-    assert len(by_id["key_findings"].claims) == 1 and by_id["market_landscape"].claims == []
+    assert len(picked["key_findings"]) == 1 and picked["market_landscape"] == []

@@ -30,12 +30,14 @@ class _Runtime:
         self.settings = settings
 
     async def __aenter__(self) -> _Runtime:
+        from veracity.corpus.bundled import ensure_bundled_corpora
         from veracity.db.engine import make_engine, make_sessionmaker
         from veracity.db.migrate import upgrade
 
         await asyncio.to_thread(upgrade, self.settings.database.url)
         self.engine = make_engine(self.settings.database.url)
         self.sessionmaker = make_sessionmaker(self.engine)
+        await ensure_bundled_corpora(sessionmaker=self.sessionmaker, chunk_chars=self.settings.corpus.chunk_chars)
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
@@ -189,6 +191,53 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _read_lines(path: str) -> tuple[list[str], str]:
+    if path == "-":
+        return sys.stdin.read().splitlines(), "<stdin>"
+    file = Path(path)
+    if not file.is_file():
+        raise BadInput(messages.INGEST_PATH_MISSING.format(path=path))
+    return file.read_text(encoding="utf-8").splitlines(), str(file)
+
+
+async def _verify(args: argparse.Namespace, _settings: Settings) -> int:
+    from veracity.guards.io import VerifyItem, parse_lines, verify_items
+    from veracity.guards.judge import make_judge
+
+    lines, source = _read_lines(args.file)
+    items = parse_lines(lines, VerifyItem, source)
+    for result in await verify_items(items, make_judge()):
+        if args.json:
+            print(json.dumps(result))
+        else:
+            print(f"{result['id']}\t{result['label']}\t{result['score']:.2f}\t{result['reason']}")
+    return 0
+
+
+async def _screen(args: argparse.Namespace, _settings: Settings) -> int:
+    from veracity.guards.io import ScreenItem, parse_lines, screen_items
+    from veracity.specs.policy import all_packs_policy
+    from veracity.specs.registry import SpecRegistry
+
+    policy = SpecRegistry.load().get(args.template).policy if args.template else all_packs_policy()
+    lines, source = _read_lines(args.file)
+    items = parse_lines(lines, ScreenItem, source)
+    for result in screen_items(items, policy):
+        if args.json:
+            print(json.dumps(result))
+        else:
+            print(f"{result['id']}\t{result['route']}\t{result['reason']}")
+    return 0
+
+
+async def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from veracity.evals.cases import format_results, run_eval_cases
+
+    results = await run_eval_cases(settings=settings, spec_id=args.spec)
+    print(format_results(results))
+    return 0 if all(r.passed for r in results) else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="veracity", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -212,6 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--queries", help='JSONL file of {"id", "query"}; one output line each')
 
+    p = sub.add_parser("verify", help="ground claims in sources: supported / partial / unsupported per line")
+    p.add_argument("file", help='JSONL, each line {"id", "claim", "sources": [{"id", "text"}]}; - for stdin')
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("screen", help="route messages: proceed / escalate / crisis per line")
+    p.add_argument("file", help='JSONL, each line {"id", "text"}; - for stdin')
+    p.add_argument("--template", default=None, help="apply this template's policy (default: every policy pack)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval", help="run the templates' frozen eval cases; non-zero exit on regression")
+    p.add_argument("--spec", default=None, help="only this template's cases")
+
     p = sub.add_parser("ask", help="research a question and print the report")
     p.add_argument("question")
     p.add_argument("--template", default="market_brief")
@@ -221,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {
+    "verify": _verify,
+    "screen": _screen,
+    "eval": _eval,
     "ingest": _ingest,
     "load-default-corpus": _load_default,
     "migrate": _migrate,

@@ -56,10 +56,21 @@ class Shard(BaseModel):
     orphans: int = 0
 
 
+class SupportSpan(BaseModel):
+    """Where a claim's support lies: offsets into the stored text of the evidence's source."""
+
+    evidence_id: str
+    start: int
+    end: int
+
+
 class Claim(BaseModel):
     text: str
     evidence_ids: list[str]
     label: ClaimLabel | None = None
+    score: float | None = Field(default=None, description="The grounding judge's score, 0..1.")
+    support: list[SupportSpan] = Field(default_factory=list, description="The span(s) the judge found.")
+    reason: str | None = Field(default=None, description="Why the judge labelled the claim as it did.")
 
 
 class SectionDraft(BaseModel):
@@ -68,13 +79,40 @@ class SectionDraft(BaseModel):
     claims: list[Claim] = Field(default_factory=list)
     status: SectionStatus | None = None
     note: str | None = None
+    filler_cut: list[str] = Field(default_factory=list, description="Sentences cut: prose no evidence supports.")
+
+
+Layer = Literal["compose", "l1", "l2", "l3", "reviewer", "gate", "budget"]
 
 
 class Violation(BaseModel):
+    """One thing a check found wrong: which claim, which check, why. Fed verbatim into the next draft."""
+
     check: str
+    layer: Layer = "l1"
     section_id: str | None = None
     claim_index: int | None = None
+    claim: str | None = Field(default=None, description="The claim's text (shortened), for the next draft.")
     detail: str
+
+
+class ReviewVerdict(BaseModel):
+    """The reviewer's typed verdict: three named states, a reason, and concrete concerns on ``revise``."""
+
+    verdict: Literal["ok", "revise", "crisis"]
+    reason: str = Field(min_length=1, max_length=500)
+    concerns: list[str] = Field(default_factory=list, max_length=20)
+
+
+class Draft(BaseModel):
+    """What a composer produced: the raw text (kept for the audit trail) and its parsed sections."""
+
+    raw: str
+    sections: list[SectionDraft]
+    disclaimer: str | None = None
+    confidence: float | None = Field(default=None, description="The composer's own confidence, when it states one.")
+    needs_human: bool | None = None
+    contract: dict[str, object] | None = Field(default=None, description="The strict JSON contract, when required.")
 
 
 class ReportSection(BaseModel):
@@ -84,6 +122,7 @@ class ReportSection(BaseModel):
     status: SectionStatus
     claims: list[Claim]
     note: str | None = None
+    filler_cut: int = Field(default=0, description="Sentences cut because no evidence supports them.")
 
 
 class ReportEvidence(BaseModel):
@@ -110,3 +149,8 @@ class Report(BaseModel):
     evidence: list[ReportEvidence]
     metrics: dict[str, float | int | str | None] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    disclaimer: str | None = None
+    language: str | None = None
+    confidence: float | None = None
+    needs_human_reason: str | None = None
+    contract: dict[str, object] | None = None

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from veracity.db.models import ArtifactVersion, ResearchRun, RunEvent, utcnow
+from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
 
 
 async def create_run(
@@ -74,6 +74,21 @@ async def append_event(*, session: AsyncSession, run_id: str, name: str, payload
     session.add(event)
     await session.flush()
     return event
+
+
+async def append_audit(
+    *, session: AsyncSession, run_id: str, stage: str, attempt: int, payload: dict[str, Any]
+) -> AuditEntry:
+    current = await session.scalar(select(func.max(AuditEntry.seq)).where(AuditEntry.run_id == run_id))
+    entry = AuditEntry(run_id=run_id, seq=(current or 0) + 1, stage=stage, attempt=attempt, payload=payload)
+    session.add(entry)
+    await session.flush()
+    return entry
+
+
+async def audit_trail(*, session: AsyncSession, run_id: str) -> Sequence[AuditEntry]:
+    result = await session.execute(select(AuditEntry).where(AuditEntry.run_id == run_id).order_by(AuditEntry.seq))
+    return result.scalars().all()
 
 
 async def events_after(

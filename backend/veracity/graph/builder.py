@@ -56,3 +56,17 @@ def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     builder.add_edge("verify", "decide")  # code decides from the verdict
     builder.add_conditional_edges("decide", after_decide, {"compose": "compose", "end": END})  # bounded retry
     return builder.compile()
+
+
+def build_redraft_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The drafting loop alone, for a draft the pre-persistence gate rejected: it re-enters at ``compose``
+    (told what the gate found), never at retrieval. Same nodes, same bound."""
+    builder = StateGraph(RunState, context_schema=Context)
+    builder.add_node("compose", compose)
+    builder.add_node("verify", verify)
+    builder.add_node("decide", decide)
+    builder.add_edge(START, "compose")
+    builder.add_edge("compose", "verify")
+    builder.add_edge("verify", "decide")
+    builder.add_conditional_edges("decide", after_decide, {"compose": "compose", "end": END})
+    return builder.compile()

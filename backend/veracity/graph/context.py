@@ -7,10 +7,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from veracity.compose.base import Composer, Reviewer
+from veracity.guards.judge import GroundingJudge
 from veracity.settings import LimitSettings
 from veracity.specs.models import Spec
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+Audit = Callable[[str, int, dict[str, Any]], Awaitable[None]]
+"""Record one audit-trail entry: (stage, attempt, payload)."""
+
+
+async def _no_audit(_stage: str, _attempt: int, _payload: dict[str, Any]) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -63,3 +71,20 @@ class Context:
     emit: Emit
     limits: LimitSettings
     coordinator: RetrievalCoordinator
+    composer: Composer = field(default_factory=lambda: _default_composer())
+    reviewer: Reviewer | None = None
+    """A model reviewer; the rule-based one always runs, this one only on drafts that passed every check."""
+    judge: GroundingJudge = field(default_factory=lambda: _default_judge())
+    audit: Audit = _no_audit
+
+
+def _default_composer() -> Composer:
+    from veracity.compose.extractive import ExtractiveComposer
+
+    return ExtractiveComposer()
+
+
+def _default_judge() -> GroundingJudge:
+    from veracity.guards.judge import make_judge
+
+    return make_judge()

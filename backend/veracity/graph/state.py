@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Literal, TypedDict
 
-from veracity.domain import BranchStat, Evidence, SectionDraft, Shard, Subtask, Violation
+from veracity.domain import BranchStat, Draft, Evidence, ReviewVerdict, SectionDraft, Shard, Subtask, Violation
 
 
 class RunState(TypedDict, total=False):
@@ -22,7 +22,9 @@ class RunState(TypedDict, total=False):
     route: Literal["proceed", "escalate", "crisis"]
     """Written by ``route``: whether the run goes on to planning."""
     route_reason: str
-    """Why ``route`` decided as it did (the matched phrase, or 'no policy phrase matched')."""
+    """Why ``route`` decided as it did (the matched phrase or classifier score)."""
+    route_matched: list[str]
+    """The phrases or terms the router matched."""
     subtasks: list[Subtask]
     """Written by ``plan``: one entry per retrieve branch."""
     coverage: dict[str, list[str]]
@@ -38,17 +40,33 @@ class RunState(TypedDict, total=False):
     section_evidence: dict[str, list[str]]
     """Written by ``synthesize_merge``: section id → evidence ids, deduplicated and backfilled."""
     attempt: int
-    """Drafting attempts so far; ``compose`` increments it."""
+    """Drafting attempts so far in the run; ``compose`` increments it."""
+    attempt_base: int
+    """Attempts made before the current drafting round (a gate rejection starts a new, equally bounded round)."""
+    composed: Draft
+    """Written by ``compose``: the composer's raw text and its parse (disclaimer, stated confidence, contract)."""
+    compose_violations: list[Violation]
+    """Written by ``compose``: the output did not parse (malformed); ``verify`` passes these straight on."""
+    failure: str | None
+    """Written by ``compose``: the model errored or timed out; ``decide`` goes to the floor."""
     draft: list[SectionDraft]
-    """Written by ``compose``: the sections with anchored claims; labels and status filled by ``verify``."""
+    """Written by ``compose`` (parsed sections), then by ``verify`` (filler cut, labels, spans, status)."""
     violations: list[Violation]
-    """Written by ``verify``: what failed in the latest draft; fed to the next ``compose``."""
+    """Written by ``verify`` (or the gate): what failed — which claim, which check, why; fed to the next ``compose``."""
+    review: ReviewVerdict
+    """Written by ``verify``: the reviewer's typed verdict."""
     verdict: Literal["ok", "revise", "crisis"]
-    """Written by ``verify``."""
+    """Written by ``verify``: the checks and the reviewer combined; code, not the model, has the last word."""
+    language: str | None
+    """Written by ``verify``: the language of the answer (for its disclaimer)."""
+    confidence: float
+    """Written by ``verify``: label weights × supported required sections, capped by the composer's own."""
     decision: Literal["ship", "revise", "handoff", "crisis", "fail_safe"]
     """Written by ``decide``; routes the graph back to ``compose`` or to the end."""
     decision_reason: str
     """Why ``decide`` decided as it did."""
+    needs_human_reason: str | None
+    """Written by ``decide`` on ``handoff``: why a person must look at this."""
 
 
 class RetrieveTask(TypedDict):

@@ -15,7 +15,7 @@ PIPELINE_EVENTS = (
     "synthesize_complete",
     "complete",
 )
-GUARD_EVENTS = ("route_decided", "revise_requested", "gate_rejected")
+GUARD_EVENTS = ("route_decided", "draft_composed", "revise_requested", "gate_rejected")
 ERROR_EVENTS = ("error",)
 ALL_EVENTS = PIPELINE_EVENTS + GUARD_EVENTS + ERROR_EVENTS
 TERMINAL_EVENTS = frozenset({"complete", "error"})

@@ -13,8 +13,18 @@ DIGEST_SIZE = 8
 
 
 def floor_report(
-    *, run_id: str, spec: Spec, question: str, corpus: str, evidence: list[Evidence], reason: str
+    *,
+    run_id: str,
+    spec: Spec,
+    question: str,
+    corpus: str,
+    evidence: list[Evidence],
+    reason: str,
+    outcome: Literal["fallback", "handoff"] = "fallback",
+    needs_human_reason: str | None = None,
 ) -> Report:
+    """The honest note plus the evidence digest. Also the body of a ``handoff``: a person gets the evidence,
+    the reader gets no unverified prose."""
     digest = evidence[:DIGEST_SIZE]
     sections = [
         ReportSection(
@@ -23,7 +33,9 @@ def floor_report(
             required=s.required,
             status="not_found",
             claims=[],
-            note="Not written: the draft could not be verified.",
+            note="Not written: the draft could not be verified."
+            if outcome == "fallback"
+            else "Not shipped: confidence is too low; a person will review it.",
         )
         for s in spec.sections
     ]
@@ -37,20 +49,21 @@ def floor_report(
             note="Verbatim sentences retrieved for this question, best-scored first; not a written answer.",
         )
     )
-    note = (
-        "Veracity could not produce a report it can stand behind for this question, so it shows what it "
-        f"found instead. Reason: {reason}."
-    )
+    note = f"{spec.policy.floor_note} Reason: {reason}."
+    if outcome == "handoff":
+        note = f"This answer needs a person before it can be given: {needs_human_reason or reason}."
     return Report(
         run_id=run_id,
         template=spec.id,
         question=question,
         corpus=corpus,
-        outcome="fallback",
+        outcome=outcome,
         outcome_reason=reason,
+        needs_human_reason=needs_human_reason,
         sections=sections,
         evidence=report_evidence(digest),
         notes=[note],
+        disclaimer=next(iter(spec.policy.disclaimer.values()), None) if spec.policy.disclaimer else None,
     )
 
 

@@ -1,51 +1,75 @@
-"""The pre-persistence gate: runs before any artifact version is written. A rejection is retryable;
-the run swaps in the floor and tries again, and gives up after three rejections."""
+"""The pre-persistence gate: runs before any artifact version is written (seed 004). Three sources, in order:
+placeholders, the composer directives (min/max chars, required sections, forbidden patterns), the qa policy.
+A rejection is retryable — the run goes back to ``compose`` told what the gate found, or a stricter floor is
+tried — and the third rejection in a run ends it with ``store_artifact_loop_abort``."""
 
 from __future__ import annotations
 
 import re
 
-from veracity.domain import Report
+from veracity.domain import Report, Violation
 from veracity.specs.models import Spec
 
 MAX_REJECTIONS = 3
+LOOP_ABORT = "store_artifact_loop_abort"
 PLACEHOLDERS = (
     re.compile(r"\[\s*TODO", re.I),
     re.compile(r"\blorem ipsum\b", re.I),
     re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S),
     re.compile(r"\bTBD\b"),
+    re.compile(r"\[(?:insert|placeholder|citation needed)[^\]]*\]", re.I),
 )
 
 
-class GateRejected(Exception):
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
+def _problem(check: str, detail: str, section_id: str | None = None, claim: str | None = None) -> Violation:
+    return Violation(check=check, layer="gate", section_id=section_id, claim=claim, detail=detail)
 
 
-def check(report: Report, spec: Spec) -> list[str]:
-    """Problems that stop this report from being stored (empty when it may be written)."""
-    problems: list[str] = []
-    prose = "\n".join(c.text for s in report.sections for c in s.claims) + "\n" + "\n".join(report.notes)
-    for pattern in PLACEHOLDERS:
-        if pattern.search(prose):
-            problems.append(f"placeholder text matches {pattern.pattern!r}")
-    for forbidden in spec.composer.forbidden_patterns + spec.policy.forbidden_patterns:
-        if re.search(forbidden, prose):
-            problems.append(f"forbidden pattern {forbidden!r} present")
+def check(report: Report, spec: Spec) -> list[Violation]:
+    """What stops this report from being stored (empty when it may be written). Each problem names the claim
+    it found, so a redraft can drop exactly that sentence."""
+    problems: list[Violation] = []
+    texts = [(s.id, c.text) for s in report.sections for c in s.claims]
+    texts += [(None, note) for note in report.notes]
+    if report.disclaimer:
+        texts.append((None, report.disclaimer))
+    forbidden = spec.composer.forbidden_patterns + spec.policy.forbidden_patterns
+    for section_id, text in texts:
+        for pattern in PLACEHOLDERS:
+            if pattern.search(text):
+                problems.append(
+                    _problem("placeholder", f"placeholder text matches {pattern.pattern!r}", section_id, text)
+                )
+        for pattern in forbidden:
+            if re.search(pattern, text):
+                problems.append(
+                    _problem("forbidden_pattern", f"forbidden pattern {pattern!r} present", section_id, text)
+                )
     if report.outcome == "shipped":
         # Directives bound the written prose, not the evidence appendix.
         length = sum(len(c.text) for s in report.sections for c in s.claims)
         if length < spec.composer.min_chars:
             problems.append(
-                f"report prose is {length} characters; the template needs at least {spec.composer.min_chars}"
+                _problem(
+                    "too_short",
+                    f"report prose is {length} characters; the template needs at least {spec.composer.min_chars}",
+                )
             )
         if length > spec.composer.max_chars:
             problems.append(
-                f"report prose is {length} characters; the template allows at most {spec.composer.max_chars}"
+                _problem(
+                    "too_long",
+                    f"report prose is {length} characters; the template allows at most {spec.composer.max_chars}",
+                )
             )
-        present = {s.id for s in report.sections}
+        present = {s.id for s in report.sections if s.claims}
         missing = [s.id for s in spec.sections if s.required and s.id not in present]
         if missing:
-            problems.append(f"required sections missing: {', '.join(missing)}")
+            problems.append(_problem("required_section_missing", f"required sections empty: {', '.join(missing)}"))
+        supported = sum(1 for s in report.sections if s.required and s.status == "supported")
+        needed = min(spec.qa_policy.min_supported_required, sum(1 for s in spec.sections if s.required))
+        if supported < needed:
+            problems.append(
+                _problem("qa_policy", f"{supported} required section(s) supported; the qa policy needs {needed}")
+            )
     return problems

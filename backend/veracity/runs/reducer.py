@@ -102,16 +102,27 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
     if name == "synthesize_merge_complete":
         routed = ", ".join(f"{k}: {v}" for k, v in p.get("sections", {}).items())
         return f"evidence per section — {routed or 'none routed'}", "info"
+    if name == "draft_composed":
+        if p.get("failure"):
+            return f"attempt {p.get('attempt')}: {p['failure']}", "failure"
+        told = f", told {p.get('told')} violation(s) of the last attempt" if p.get("told") else ""
+        shape = "malformed output" if p.get("malformed") else f"{p.get('claims', 0)} claims"
+        return f"attempt {p.get('attempt')} by {p.get('composer')}: {shape}{told}", (
+            "guard" if p.get("malformed") else "info"
+        )
     if name == "self_check_complete":
         n = len(p.get("violations", []))
+        layers = ", ".join(f"{k.upper()} {v}" for k, v in p.get("layers", {}).items())
+        review = p.get("review") or {}
         return (
-            f"attempt {p.get('attempt')}: verdict {p.get('verdict')}, {n} violation(s)",
-            "guard" if n else "info",
+            f"attempt {p.get('attempt')}: {layers}; reviewer {review.get('verdict', '-')}; "
+            f"verdict {p.get('verdict')}, {n} violation(s)",
+            "guard" if n or p.get("verdict") != "ok" else "info",
         )
     if name == "revise_requested":
         return f"revise: {p.get('reason')}", "guard"
     if name == "route_decided":
-        return f"route {p.get('route')}: {p.get('reason')}", "guard"
+        return f"route {p.get('route')}: {p.get('reason')}", "guard" if p.get("route") != "proceed" else "info"
     if name == "gate_rejected":
         return f"gate rejected the {p.get('outcome')} report: {'; '.join(p.get('problems', []))}", "failure"
     if name == "synthesize_complete":
@@ -179,6 +190,10 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
         _set(view, "synthesize_merge", "done")
         _set(view, "compose", "running")
         view.sections = dict(p.get("sections", {}))
+    elif name == "draft_composed":
+        _set(view, "compose", "failed" if p.get("failure") else "done")
+        _set(view, "verify", "running")
+        view.node_notes["compose"] = f"attempt {p.get('attempt')}"
     elif name == "self_check_complete":
         _set(view, "compose", "done")
         _set(view, "verify", "done")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from veracity.checks import anchored
-from veracity.domain import Evidence, Report, ReportEvidence, ReportSection, SectionDraft
+from veracity.domain import Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
 from veracity.specs.models import Spec
 
 
@@ -26,6 +26,14 @@ def report_evidence(evidence: list[Evidence], cited: set[str] | None = None) -> 
     ]
 
 
+def render_draft(draft: list[SectionDraft]) -> str:
+    """A draft as the reviewer reads it: headings and anchored sentences."""
+    lines: list[str] = []
+    for section in draft:
+        lines += [f"## {section.title}"] + [anchored(c.text, c.evidence_ids) for c in section.claims]
+    return "\n".join(lines)
+
+
 def shipped_report(
     *,
     run_id: str,
@@ -34,6 +42,9 @@ def shipped_report(
     corpus: str,
     draft: list[SectionDraft],
     evidence: list[Evidence],
+    composed: Draft | None = None,
+    language: str | None = None,
+    confidence: float | None = None,
 ) -> Report:
     sections = [
         ReportSection(
@@ -42,7 +53,8 @@ def shipped_report(
             required=spec.section(d.id).required,
             status=d.status or "not_found",
             claims=d.claims,
-            note=None if d.claims else "No retrieved evidence supports this section.",
+            note=d.note or (None if d.claims else "No retrieved evidence supports this section."),
+            filler_cut=len(d.filler_cut),
         )
         for d in draft
     ]
@@ -55,6 +67,10 @@ def shipped_report(
         outcome="shipped",
         sections=sections,
         evidence=report_evidence(evidence, cited),
+        disclaimer=composed.disclaimer if composed else None,
+        language=language,
+        confidence=confidence,
+        contract=composed.contract if composed else None,
     )
 
 
@@ -62,6 +78,8 @@ def render_markdown(report: Report) -> str:
     lines = [f"# {report.question}", "", f"*Template:* {report.template} · *Outcome:* {report.outcome}"]
     if report.outcome_reason:
         lines.append(f"*Reason:* {report.outcome_reason}")
+    if report.needs_human_reason:
+        lines.append(f"*Needs a human:* {report.needs_human_reason}")
     for note in report.notes:
         lines += ["", f"> {note}"]
     for section in report.sections:
@@ -70,6 +88,8 @@ def render_markdown(report: Report) -> str:
             lines += ["", f"_{section.note}_"]
         for claim in section.claims:
             lines += ["", f"- {anchored(claim.text, claim.evidence_ids)}"]
+    if report.disclaimer:
+        lines += ["", f"*{report.disclaimer}*"]
     if report.evidence:
         lines += ["", "## Evidence", ""]
         for ev in report.evidence:

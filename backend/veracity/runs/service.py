@@ -7,18 +7,23 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
+from veracity.compose.base import Composer, Reviewer
+from veracity.compose.extractive import ExtractiveComposer
 from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import Report
 from veracity.errors import BadInput, NotFound
+from veracity.graph.builder import build_redraft_graph
 from veracity.graph.context import Context, RetrievalCoordinator, SearchProvider
+from veracity.guards.judge import GroundingJudge, make_judge
 from veracity.runs import gate
 from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.floor import floor_report, routed_report
@@ -31,6 +36,16 @@ from veracity.specs.registry import SpecRegistry
 logger = logging.getLogger(__name__)
 
 RUN_ID_LEN = 32
+
+
+@dataclass
+class Providers:
+    """Who drafts, who judges and who reviews one run. Offline by default: extractive composer, lexical judge,
+    the rule-based reviewer alone."""
+
+    composer: Composer = field(default_factory=ExtractiveComposer)
+    judge: GroundingJudge = field(default_factory=make_judge)
+    reviewer: Reviewer | None = None
 
 
 def check_run_id(run_id: str) -> str:
@@ -58,6 +73,8 @@ class RunService:
         graph: CompiledStateGraph[Any, Any, Any, Any],
         search: SearchProvider,
         notifier: RunNotifier | None = None,
+        providers: Callable[[], Providers] | None = None,
+        redraft_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.registry = registry
@@ -65,6 +82,8 @@ class RunService:
         self.graph = graph
         self.search = search
         self.notifier = notifier or RunNotifier()
+        self.providers = providers or Providers
+        self.redraft_graph = redraft_graph or build_redraft_graph()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -86,7 +105,9 @@ class RunService:
         return question, spec, corpus
 
     # ---- lifecycle --------------------------------------------------------------------------------
-    async def start(self, *, question: str, template: str, corpus: str | None = None) -> str:
+    async def start(
+        self, *, question: str, template: str, corpus: str | None = None, providers: Providers | None = None
+    ) -> str:
         """Validate, persist the run, and start executing it in the background. Returns the run ID."""
         started = time.perf_counter()
         question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
@@ -100,7 +121,9 @@ class RunService:
                 corpus=corpus,
                 budgets=spec.budgets.model_dump(),
             )
-        task = asyncio.create_task(self.execute(run_id, spec, question, corpus, started), name=f"run-{run_id}")
+        task = asyncio.create_task(
+            self.execute(run_id, spec, question, corpus, started, providers), name=f"run-{run_id}"
+        )
         self._tasks[run_id] = task
         task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
         return run_id
@@ -154,8 +177,21 @@ class RunService:
                 await self.notifier.wait(run_id, timeout=1.0)
 
     # ---- execution --------------------------------------------------------------------------------
-    async def execute(self, run_id: str, spec: Spec, question: str, corpus: str, started: float) -> None:
+    async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
+        async with self.sessionmaker() as session, session.begin():
+            await runs_repo.append_audit(session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload)
+
+    async def execute(
+        self,
+        run_id: str,
+        spec: Spec,
+        question: str,
+        corpus: str,
+        started: float,
+        providers: Providers | None = None,
+    ) -> None:
         emit_started = time.perf_counter()
+        providers = providers or self.providers()
         try:
             await self.emit(
                 run_id,
@@ -167,6 +203,7 @@ class RunService:
                     "corpus": corpus,
                     "sections": [s.id for s in spec.sections],
                     "budgets": spec.budgets.model_dump(),
+                    "composer": providers.composer.name,
                 },
             )
             first_event_ms = (time.perf_counter() - started) * 1000
@@ -176,20 +213,27 @@ class RunService:
             async def emit(name: str, payload: dict[str, Any]) -> None:
                 await self.emit(run_id, name, payload)
 
+            async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
+                await self.audit(run_id, stage, attempt, payload)
+
             context = Context(
                 spec=spec,
                 search=self.search,
                 emit=emit,
                 limits=self.settings.limits,
                 coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
+                composer=providers.composer,
+                reviewer=providers.reviewer,
+                judge=providers.judge,
+                audit=audit,
             )
             state = await self.graph.ainvoke(
                 {"run_id": run_id, "question": question, "corpus": corpus},
                 context=context,  # type: ignore[call-overload]  # langgraph's overloads do not admit a context type
             )
-            report = self._finish(run_id, spec, question, corpus, state)
-            report.metrics = self._metrics(state, started, emit_started, first_event_ms)
-            await self._store(run_id, spec, report)
+            await self._gate_and_store(
+                run_id, spec, question, corpus, state, context, started, emit_started, first_event_ms
+            )
         except asyncio.CancelledError:
             await asyncio.shield(self._fail(run_id, messages.RUN_INTERRUPTED))
             raise
@@ -197,8 +241,76 @@ class RunService:
             logger.exception("run %s failed", run_id)
             await self._fail(run_id, messages.RUN_FAILED.format(reason=f"{type(exc).__name__}: {exc}"))
 
-    def _finish(self, run_id: str, spec: Spec, question: str, corpus: str, state: dict[str, Any]) -> Report:
-        """Outside the graph: the floor replaces anything not shippable."""
+    async def _gate_and_store(
+        self,
+        run_id: str,
+        spec: Spec,
+        question: str,
+        corpus: str,
+        state: dict[str, Any],
+        context: Context,
+        started: float,
+        emit_started: float,
+        first_event_ms: float,
+    ) -> None:
+        """Outside the graph: the floor replaces anything not shippable, then the pre-persistence gate. A gate
+        rejection of a draft re-enters at ``compose`` told what the gate found; a rejected floor is retried as
+        the bare note; the third rejection ends the run with ``store_artifact_loop_abort``."""
+        rejections = 0
+        bare_floor = False
+        while True:
+            report = self._finish(run_id, spec, question, corpus, state, bare_floor=bare_floor)
+            report.metrics = self._metrics(state, started, emit_started, first_event_ms)
+            problems = gate.check(report, spec)
+            attempt = state.get("attempt", 0)
+            await self.audit(
+                run_id,
+                "gate",
+                attempt,
+                {
+                    "outcome": report.outcome,
+                    "passed": not problems,
+                    "problems": [p.model_dump(exclude_none=True) for p in problems],
+                },
+            )
+            if not problems:
+                break
+            rejections += 1
+            logger.warning("run %s gate rejected the %s report (%d)", run_id, report.outcome, rejections)
+            await self.emit(
+                run_id,
+                "gate_rejected",
+                {"outcome": report.outcome, "rejection": rejections, "problems": [p.detail for p in problems]},
+            )
+            if rejections >= gate.MAX_REJECTIONS:
+                await self.audit(run_id, "abort", attempt, {"reason": gate.LOOP_ABORT, "rejections": rejections})
+                await self._fail(run_id, gate.LOOP_ABORT)
+                return
+            if report.outcome == "shipped":
+                state = await self.redraft_graph.ainvoke(
+                    {**state, "violations": problems, "attempt_base": attempt},
+                    context=context,  # type: ignore[call-overload]
+                )
+            else:
+                bare_floor = True
+        await self.audit(
+            run_id,
+            "shipped" if report.outcome == "shipped" else "outcome",
+            state.get("attempt", 0),
+            {
+                "outcome": report.outcome,
+                "reason": report.outcome_reason,
+                "claims": sum(len(s.claims) for s in report.sections),
+                "needs_human_reason": report.needs_human_reason,
+                "confidence": report.confidence,
+            },
+        )
+        await self._store(run_id, report)
+
+    def _finish(
+        self, run_id: str, spec: Spec, question: str, corpus: str, state: dict[str, Any], *, bare_floor: bool = False
+    ) -> Report:
+        """Outside the graph: only a ``ship`` decision ships the draft; everything else gets its honest answer."""
         if state.get("route", "proceed") != "proceed":
             return routed_report(
                 run_id=run_id,
@@ -208,7 +320,8 @@ class RunService:
                 route=state["route"],
                 reason=state.get("route_reason", ""),
             )
-        if state.get("decision") == "ship":
+        decision = state.get("decision")
+        if decision == "ship" and not bare_floor:
             return shipped_report(
                 run_id=run_id,
                 spec=spec,
@@ -216,36 +329,33 @@ class RunService:
                 corpus=corpus,
                 draft=state["draft"],
                 evidence=state.get("evidence", []),
+                composed=state.get("composed"),
+                language=state.get("language"),
+                confidence=state.get("confidence"),
+            )
+        if decision == "crisis":
+            return routed_report(
+                run_id=run_id,
+                spec=spec,
+                question=question,
+                corpus=corpus,
+                route="crisis",
+                reason=state.get("decision_reason", "the reviewer flagged a crisis"),
             )
         return floor_report(
             run_id=run_id,
             spec=spec,
             question=question,
             corpus=corpus,
-            evidence=state.get("evidence", []),
-            reason=state.get("decision_reason", "not shippable"),
+            evidence=[] if bare_floor else state.get("evidence", []),
+            reason=state.get("decision_reason", "not shippable")
+            + (" (the evidence digest was withheld: the gate rejected it)" if bare_floor else ""),
+            outcome="handoff" if decision == "handoff" and not bare_floor else "fallback",
+            needs_human_reason=state.get("needs_human_reason"),
         )
 
-    async def _store(self, run_id: str, spec: Spec, report: Report) -> None:
-        """The pre-persistence gate, then the artifact, the run's status and `complete` in one transaction."""
-        rejections: list[str] = []
-        candidate = report
-        while problems := gate.check(candidate, spec):
-            rejections.append("; ".join(problems))
-            logger.warning("run %s gate rejected the %s report: %s", run_id, candidate.outcome, rejections[-1])
-            await self.emit(run_id, "gate_rejected", {"outcome": candidate.outcome, "problems": problems})
-            if len(rejections) >= gate.MAX_REJECTIONS:
-                await self._fail(run_id, "store_artifact_loop_abort")
-                return
-            candidate = floor_report(
-                run_id=run_id,
-                spec=spec,
-                question=report.question,
-                corpus=report.corpus,
-                evidence=[],
-                reason=f"the pre-persistence gate rejected the report ({rejections[-1]})",
-            )
-            candidate.metrics = report.metrics
+    async def _store(self, run_id: str, candidate: Report) -> None:
+        """The artifact, the run's status and `complete`, in one transaction."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             async with self.sessionmaker() as session, session.begin():
@@ -299,4 +409,5 @@ class RunService:
             "evidences": len(state.get("evidence", [])),
             "claims": sum(len(s.claims) for s in draft),
             "attempts": state.get("attempt", 0),
+            "confidence": state.get("confidence"),
         }

@@ -138,6 +138,10 @@ class PolicyPack(Policy):
 
 
 class ComposerDirectives(Strict):
+    output: Literal["sections", "json_contract"] = Field(
+        default="sections",
+        description="`json_contract`: the answer is the strict JSON {answer, citations, confidence, needs_human}.",
+    )
     min_chars: int = Field(default=0, ge=0)
     max_chars: int = Field(default=20000, ge=1)
     forbidden_patterns: list[str] = Field(default_factory=list)
@@ -154,6 +158,9 @@ class QaPolicy(Strict):
     min_supported_required: int = Field(
         default=1, ge=0, description="Required sections that must be `supported` for the report to ship."
     )
+    min_confidence: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Below this confidence the outcome is `handoff` to a human."
+    )
 
 
 class DefaultSource(Strict):
@@ -161,10 +168,25 @@ class DefaultSource(Strict):
     corpus: str = "wiki"
 
 
+class Script(Strict):
+    """Recorded raw model outputs replayed in call order, per role (``{E1}``… name the run's evidence ids)."""
+
+    composer: list[str] = Field(default_factory=list)
+    reviewer: list[str] = Field(default_factory=list)
+
+
 class EvalCase(Strict):
     id: str
     question: str
-    expect_outcome: str
+    kind: Literal["happy", "boundary"] = "happy"
+    expect_outcome: Literal["shipped", "escalated", "crisis", "handoff", "fallback", "store_artifact_loop_abort"]
+    expect_checks: list[str] = Field(default_factory=list, description="Checks that must fire in some attempt.")
+    expect_attempts: int | None = None
+    expect_language: str | None = None
+    script: Script | None = Field(default=None, description="Scripted model outputs; none = offline providers.")
+    composer_overrides: dict[str, object] = Field(
+        default_factory=dict, description="Composer directives replaced for this case (e.g. an unmeetable min_chars)."
+    )
 
 
 class Spec(Strict):
@@ -178,6 +200,9 @@ class Spec(Strict):
     composer: ComposerDirectives = Field(default_factory=ComposerDirectives)
     qa_policy: QaPolicy = Field(default_factory=QaPolicy)
     default_source: DefaultSource = Field(default_factory=DefaultSource)
+    stale_after_days: int | None = Field(
+        default=None, ge=1, description="Evidence published longer ago than this makes a section `stale`."
+    )
     eval_cases: list[EvalCase] = Field(default_factory=list)
 
     @field_validator("id")

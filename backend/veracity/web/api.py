@@ -13,11 +13,14 @@ from sse_starlette import EventSourceResponse
 from veracity import messages
 from veracity.db import corpus_repo, runs_repo
 from veracity.errors import NotFound
+from veracity.guards.io import VerifyItem, verify_items
+from veracity.guards.judge import make_judge
 from veracity.runs.service import check_run_id, parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep
 from veracity.web.sse import json_stream
 
 router = APIRouter()
+MAX_VERIFY_ITEMS = 200
 
 
 class ResearchRequest(BaseModel):
@@ -91,6 +94,38 @@ async def research_versions(run_id: str, session: SessionDep) -> dict[str, Any]:
             for a in versions
         ],
     }
+
+
+@router.get("/v1/research/{run_id}/audit", summary="The audit trail of a run")
+async def research_audit(run_id: str, session: SessionDep) -> dict[str, Any]:
+    run = await _run_or_404(session, run_id)
+    entries = await runs_repo.audit_trail(session=session, run_id=run_id)
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "outcome": run.outcome,
+        "entries": [
+            {
+                "seq": e.seq,
+                "stage": e.stage,
+                "attempt": e.attempt,
+                "at": e.created_at.isoformat(),
+                "payload": e.payload,
+            }
+            for e in entries
+        ],
+    }
+
+
+class VerifyRequest(BaseModel):
+    items: list[VerifyItem] = Field(
+        description="Claims to ground, each with its sources.", min_length=1, max_length=MAX_VERIFY_ITEMS
+    )
+
+
+@router.post("/v1/verify", summary="Ground claims in sources: supported / partial / unsupported with spans")
+async def verify(body: VerifyRequest) -> dict[str, Any]:
+    return {"results": await verify_items(body.items, make_judge())}
 
 
 @router.get("/v1/templates", summary="The research templates (specs)")

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from veracity import __version__
+from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
@@ -48,6 +49,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             report = await ensure_wiki_corpus(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
             if report is not None:
                 logger.info("default corpus loaded: %s", report.as_dict())
+        await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
         graph = build_graph()
         service = RunService(
             sessionmaker=sessionmaker,

@@ -1,4 +1,6 @@
-"""``decide``: code turns the verdict, the attempt count and the qa policy into the next step."""
+"""``decide``: code turns the verdict, the attempt count, the confidence and the qa policy into the next step:
+``ship`` / ``revise`` (back to ``compose``, bounded by the spec's drafting attempts) / ``handoff`` / ``crisis``
+/ ``fail_safe`` (the floor)."""
 
 from __future__ import annotations
 
@@ -10,40 +12,63 @@ from veracity.graph.context import Context
 from veracity.graph.state import RunState
 
 
-async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-    spec = runtime.context.spec
+def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
+    spec = ctx.spec
     attempt = state.get("attempt", 1)
     draft = state["draft"]
+    violations = state.get("violations", [])
+    if state.get("failure"):
+        return "fail_safe", str(state["failure"]), None
+    if state["verdict"] == "crisis":
+        return "crisis", f"the reviewer flagged a crisis: {state['review'].reason}", None
+    if state["verdict"] == "revise":
+        checks = ", ".join(sorted({v.check for v in violations})) or "reviewer concerns"
+        if attempt - state.get("attempt_base", 0) < spec.budgets.drafting_attempts:
+            return "revise", f"attempt {attempt} failed: {checks}", None
+        return "fail_safe", f"drafting attempts exhausted ({attempt}) with failed checks: {checks}", None
+    if not any(s.claims for s in draft):
+        return "fail_safe", "no evidence was found for any section", None
     supported_required = sum(1 for s in draft if spec.section(s.id).required and s.status == "supported")
     needed = min(spec.qa_policy.min_supported_required, sum(1 for s in spec.sections if s.required))
-    if state["verdict"] == "crisis":
-        decision, reason = "crisis", "the reviewer flagged a crisis"
-    elif state["verdict"] == "revise" and attempt < spec.budgets.drafting_attempts:
-        decision, reason = "revise", f"{len(state.get('violations', []))} violation(s) in attempt {attempt}"
-    elif state["verdict"] == "revise":
-        decision, reason = "fail_safe", f"drafting attempts exhausted ({attempt}) with violations left"
-    elif not any(s.claims for s in draft):
-        decision, reason = "fail_safe", "no evidence was found for any section"
-    elif supported_required < needed:
-        decision, reason = (
+    if supported_required < needed:
+        return (
             "fail_safe",
             f"only {supported_required} required section(s) supported; the template needs {needed}",
+            None,
+        )
+    composed = state.get("composed")
+    if composed is not None and composed.needs_human:
+        return "handoff", "the composer asked for a human", "the composer set needs_human"
+    if state.get("confidence", 0.0) < spec.qa_policy.min_confidence:
+        why = (
+            f"confidence {state.get('confidence', 0.0):.2f} is below the template's {spec.qa_policy.min_confidence:.2f}"
+        )
+        return "handoff", why, why
+    return "ship", "every claim is anchored, grounded and within policy", None
+
+
+async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = runtime.context
+    decision, reason, needs_human = _decision(state, ctx)
+    attempt = state.get("attempt", 1)
+    await ctx.audit("decision", attempt, {"decision": decision, "reason": reason, "needs_human_reason": needs_human})
+    if decision == "revise":
+        await ctx.emit(
+            "revise_requested",
+            {"attempt": attempt, "reason": reason, "violations": len(state.get("violations", []))},
         )
     else:
-        decision, reason = "ship", "every claim is anchored to retrieved evidence"
-    if decision == "revise":
-        await runtime.context.emit("revise_requested", {"attempt": attempt, "reason": reason})
-    else:
-        await runtime.context.emit(
+        await ctx.emit(
             "synthesize_complete",
             {
                 "decision": decision,
                 "reason": reason,
                 "attempts": attempt,
-                "sections": {s.id: s.status for s in draft},
+                "confidence": state.get("confidence"),
+                "sections": {s.id: s.status for s in state["draft"]},
             },
         )
-    return {"decision": decision, "decision_reason": reason}
+    return {"decision": decision, "decision_reason": reason, "needs_human_reason": needs_human}
 
 
 def after_decide(state: RunState) -> str:

@@ -1,39 +1,39 @@
-"""``route``: the first, deterministic step. Escalation costs no search and no model call."""
+"""``route``: the first step, before any search or model call. Patterns first (free, instant), then the cheap
+local classifier behind them; ``escalate`` or ``crisis`` ends the run with the spec's answer at no cost."""
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
+from veracity.guards.router import screen
 
 logger = logging.getLogger(__name__)
 
 
-def _matches(phrases: list[str], text: str) -> str | None:
-    for phrase in phrases:
-        if re.search(r"(?<!\w)" + re.escape(phrase.lower()) + r"(?!\w)", text):
-            return phrase
-    return None
-
-
 async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-    policy = runtime.context.spec.policy
-    text = state["question"].lower()
-    if phrase := _matches(policy.crisis_lexicon, text):
-        decision, reason = "crisis", f"crisis phrase matched: {phrase!r}"
-    elif phrase := _matches(policy.escalation_phrases, text):
-        decision, reason = "escalate", f"escalation phrase matched: {phrase!r}"
-    else:
-        decision, reason = "proceed", "no policy phrase matched"
-    logger.info("run %s route=%s (%s)", state["run_id"], decision, reason)
-    if decision != "proceed":
-        await runtime.context.emit("route_decided", {"route": decision, "reason": reason})
-    return {"route": decision, "route_reason": reason}
+    decision = screen(state["question"], runtime.context.spec.policy)
+    logger.info("run %s route=%s (%s)", state["run_id"], decision.route, decision.reason)
+    await runtime.context.emit(
+        "route_decided",
+        {"route": decision.route, "reason": decision.reason, "layer": decision.layer, "matched": decision.matched},
+    )
+    await runtime.context.audit(
+        "route",
+        0,
+        {
+            "route": decision.route,
+            "reason": decision.reason,
+            "layer": decision.layer,
+            "matched": decision.matched,
+            "score": decision.score,
+        },
+    )
+    return {"route": decision.route, "route_reason": decision.reason, "route_matched": decision.matched}
 
 
 def after_route(state: RunState) -> str:

@@ -1,5 +1,9 @@
-"""``verify``: the deterministic check of the draft — every anchor resolves to evidence retrieved in this
-run, every claim is anchored and is a span of what it cites; section status from cited evidence."""
+"""``verify``: L1 citations (code) → L2 grounding judge (skipped when L1 failed) → L3 supervisor rules (code)
+→ the reviewer's typed verdict. Filler is cut first; section status and the run's confidence come last.
+
+Model judgement sits between deterministic layers: L1 and L3 cannot be argued with, and the final verdict is
+code combining every layer — a reviewer's ``ok`` cannot ship a draft a check failed.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +11,126 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.checks import citation_violations, label_and_status, label_violations
+from veracity.compose.base import MalformedOutput, ModelError, ReviewRequest
+from veracity.domain import Draft, ReviewVerdict, SectionDraft, Violation
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
+from veracity.guards.citations import citation_violations
+from veracity.guards.filler import cut_filler
+from veracity.guards.grounding import ground
+from veracity.guards.reviewer import RuleReviewer
+from veracity.guards.status import confidence, with_status
+from veracity.guards.supervisor import answer_language, supervisor_violations
+from veracity.runs.report import render_draft
+
+
+def _summary(violations: list[Violation]) -> dict[str, Any]:
+    return {"passed": not violations, "violations": [v.model_dump(exclude_none=True) for v in violations]}
 
 
 async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-    spec = runtime.context.spec
+    ctx = runtime.context
+    spec = ctx.spec
+    attempt = state.get("attempt", 1)
     evidence = state.get("evidence", [])
-    violations = citation_violations(state["draft"], evidence)
-    draft = label_and_status(spec, state["draft"], evidence)
-    violations += label_violations(draft)
-    verdict = "ok" if not violations else "revise"
-    await runtime.context.emit(
-        "self_check_complete",
+    composed: Draft = state["composed"]
+    checks: dict[str, Any] = {}
+    if state.get("failure") or state.get("compose_violations"):
+        draft: list[SectionDraft] = state["draft"]
+        violations = list(state.get("compose_violations", []))
+        checks = {
+            layer: {"skipped": "the draft did not parse" if violations else "the model failed"}
+            for layer in ("l1", "l2", "l3")
+        }
+        review = ReviewVerdict(
+            verdict="revise",
+            reason="the composer's output could not be checked",
+            concerns=[v.detail for v in violations],
+        )
+    else:
+        draft = cut_filler(state["draft"], evidence)
+        l1 = citation_violations(draft, evidence, spec.policy.citation_pattern)
+        checks["l1"] = _summary(l1)
+        if l1:
+            l2: list[Violation] = []
+            checks["l2"] = {"skipped": "L1 failed; the draft goes back without paying for a judge"}
+        else:
+            draft, l2 = await ground(ctx.judge, draft, evidence)
+            checks["l2"] = {
+                **_summary(l2),
+                "judge": ctx.judge.name,
+                "labels": {
+                    label: sum(1 for s in draft for c in s.claims if c.label == label)
+                    for label in ("supported", "partial", "unsupported")
+                },
+            }
+        checked = composed.model_copy(update={"sections": draft})
+        l3 = supervisor_violations(checked, spec.policy)
+        checks["l3"] = _summary(l3)
+        violations = l1 + l2 + l3
+        request = ReviewRequest(
+            spec=spec, question=state["question"], draft_text=render_draft(draft), violations=violations
+        )
+        review = await RuleReviewer().review(request)
+        if review.verdict == "ok" and ctx.reviewer is not None:
+            try:
+                review = await ctx.reviewer.review(request)
+            except (MalformedOutput, ModelError) as exc:
+                violations = violations + [
+                    Violation(check="reviewer_malformed", layer="reviewer", detail=str(exc)[:300] or "no output")
+                ]
+                review = ReviewVerdict(
+                    verdict="revise", reason="the reviewer's output was malformed", concerns=[str(exc)[:300]]
+                )
+            else:
+                if review.verdict == "revise":
+                    violations = violations + [
+                        Violation(check="reviewer_concern", layer="reviewer", detail=concern[:300])
+                        for concern in review.concerns
+                    ]
+    draft = with_status(spec, draft, evidence)
+    language = answer_language(composed.model_copy(update={"sections": draft}), spec.policy)
+    run_confidence = confidence(spec, draft, composed.confidence)
+    if review.verdict == "crisis":
+        verdict = "crisis"
+    elif violations or review.verdict == "revise":
+        verdict = "revise"
+    else:
+        verdict = "ok"
+    checks["reviewer"] = review.model_dump()
+    await ctx.audit(
+        "checks",
+        attempt,
         {
-            "attempt": state.get("attempt", 1),
+            "checks": checks,
             "verdict": verdict,
-            "violations": [v.model_dump() for v in violations],
-            "sections": {s.id: s.status for s in draft},
-            "claims": sum(len(s.claims) for s in draft),
+            "confidence": run_confidence,
+            "language": language,
+            "filler_cut": {s.id: s.filler_cut for s in draft if s.filler_cut},
         },
     )
-    return {"draft": draft, "violations": violations, "verdict": verdict}
+    await ctx.emit(
+        "self_check_complete",
+        {
+            "attempt": attempt,
+            "verdict": verdict,
+            "review": review.model_dump(),
+            "layers": {
+                k: ("skipped" if "skipped" in v else "passed" if v.get("passed", True) else "failed")
+                for k, v in checks.items()
+                if k != "reviewer"
+            },
+            "violations": [v.model_dump(exclude_none=True) for v in violations],
+            "sections": {s.id: s.status for s in draft},
+            "claims": sum(len(s.claims) for s in draft),
+            "confidence": run_confidence,
+        },
+    )
+    return {
+        "draft": draft,
+        "violations": violations,
+        "review": review,
+        "verdict": verdict,
+        "language": language,
+        "confidence": run_confidence,
+    }

@@ -1,0 +1,1 @@
+"""Composers: turn per-section evidence into an anchored draft. Extractive offline; scripted or model-backed."""

@@ -1,0 +1,65 @@
+"""The composer and reviewer contracts. Every implementation (extractive, scripted replay, model-backed) returns
+raw text that goes through the same parsers, so a model's output and the offline one are checked alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from veracity.domain import Draft, Evidence, ReviewVerdict, Violation
+from veracity.specs.models import Spec
+
+
+class MalformedOutput(Exception):
+    """A composer or reviewer wrote something that does not parse into its contract."""
+
+    def __init__(self, problems: list[str], raw: str = "") -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+        self.raw = raw
+
+
+class ModelError(Exception):
+    """The model could not be reached, timed out, or refused; the run falls to the floor."""
+
+
+@dataclass
+class ComposeRequest:
+    spec: Spec
+    question: str
+    section_evidence: dict[str, list[str]]
+    evidence: list[Evidence]
+    attempt: int
+    per_section: int
+    violations: list[Violation] = field(default_factory=list)
+    """What failed in the previous attempt: which claim, which check, why. Empty on the first attempt."""
+
+
+class Composer(Protocol):
+    name: str
+
+    async def compose(self, request: ComposeRequest) -> Draft: ...
+
+
+@dataclass
+class ReviewRequest:
+    spec: Spec
+    question: str
+    draft_text: str
+    violations: list[Violation]
+
+
+class Reviewer(Protocol):
+    name: str
+
+    async def review(self, request: ReviewRequest) -> ReviewVerdict: ...
+
+
+def feedback_lines(violations: list[Violation]) -> list[str]:
+    """The violations as lines a drafter can act on (the informed part of the retry)."""
+    lines = []
+    for v in violations:
+        where = f"section {v.section_id}" if v.section_id else "the answer"
+        claim = f" claim {v.claim!r}" if v.claim else ""
+        lines.append(f"[{v.layer}:{v.check}] {where}{claim}: {v.detail}")
+    return lines

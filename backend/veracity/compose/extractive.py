@@ -1,0 +1,115 @@
+"""The offline composer: each claim is a verbatim evidence sentence with its ``[evidence:ID]`` anchor.
+
+It reads the same policy the checks read: sentences carrying advice phrasing or personal-situation phrasing
+are never picked, the disclaimer is the policy's own for the answer's language, and claims named by the last
+attempt's violations are left out. It writes raw text in the template's shape, which is then parsed by the
+same parser as a model's output.
+"""
+
+from __future__ import annotations
+
+import json
+
+from veracity.checks import anchored
+from veracity.compose.base import ComposeRequest
+from veracity.compose.parse import parse_draft
+from veracity.domain import Claim, Draft, Evidence
+from veracity.guards.language import detect
+from veracity.guards.patterns import compiled
+from veracity.specs.models import Spec
+from veracity.text import content_terms, words
+
+SUMMARY_CLAIMS = 3
+
+
+def pick_claims(request: ComposeRequest) -> dict[str, list[Claim]]:
+    spec = request.spec
+    by_id = {ev.id: ev for ev in request.evidence}
+    rejected = {(v.section_id, v.claim) for v in request.violations if v.claim}
+    rejected_anywhere = {v.claim for v in request.violations if v.claim and v.section_id is None}
+    banned = compiled(spec.policy.advice_phrases + spec.policy.escalation_phrases)
+    used: set[str] = set()
+    picked: dict[str, list[Claim]] = {}
+    # Told the report was too short: use more of the evidence, not more words per sentence.
+    per_section = request.per_section * (2 if any(v.check == "too_short" for v in request.violations) else 1)
+    for section in spec.evidence_sections:
+        claims: list[Claim] = []
+        for eid in request.section_evidence.get(section.id, []):
+            ev = by_id.get(eid)
+            if ev is None or (section.id, ev.quote) in rejected or ev.quote in rejected_anywhere:
+                continue
+            if banned and banned.search(ev.quote):
+                continue
+            key = " ".join(words(ev.quote))
+            if key in used:
+                continue
+            used.add(key)
+            claims.append(Claim(text=ev.quote, evidence_ids=[ev.id]))
+            if len(claims) >= per_section:
+                break
+        picked[section.id] = claims
+    for section in (s for s in spec.sections if s.summary):
+        # The lead claim of each other section, in template order.
+        leads = [c for claims in picked.values() for c in claims[:1]][:SUMMARY_CLAIMS]
+        picked[section.id] = [c.model_copy() for c in leads if (section.id, c.text) not in rejected]
+    return {s.id: picked.get(s.id, []) for s in spec.sections}
+
+
+def disclaimer_for(spec: Spec, text: str) -> tuple[str | None, str | None]:
+    """The policy's disclaimer in the language of ``text`` (and that language), if the policy has any."""
+    if not spec.policy.disclaimer:
+        return None, None
+    language = detect(text, list(spec.policy.disclaimer))
+    return spec.policy.disclaimer[language], language
+
+
+def coverage_confidence(question: str, claims: list[Claim], evidence: list[Evidence]) -> float:
+    """Share of the question's content words found in the evidence the answer cites: the offline composer's
+    stated confidence (a knowledge base that barely mentions the question should not answer it)."""
+    terms = set(content_terms(question))
+    if not terms:
+        return 0.0
+    by_id = {ev.id: ev for ev in evidence}
+    cited = " ".join(
+        by_id[eid].quote + " " + by_id[eid].source.title for c in claims for eid in c.evidence_ids if eid in by_id
+    )
+    found = set(words(cited))
+    return round(len(terms & found) / len(terms), 3)
+
+
+def render_sections(spec: Spec, picked: dict[str, list[Claim]], disclaimer: str | None) -> str:
+    lines: list[str] = []
+    for section in spec.sections:
+        lines += [f"## {section.title}", ""]
+        lines += [anchored(c.text, c.evidence_ids) for c in picked[section.id]]
+        lines.append("")
+    if disclaimer:
+        lines += ["## Disclaimer", "", disclaimer, ""]
+    return "\n".join(lines)
+
+
+class ExtractiveComposer:
+    name = "extractive"
+
+    async def compose(self, request: ComposeRequest) -> Draft:
+        spec = request.spec
+        picked = pick_claims(request)
+        prose = " ".join(c.text for claims in picked.values() for c in claims)
+        disclaimer, _language = disclaimer_for(spec, prose or request.question)
+        if spec.composer.output == "json_contract":
+            claims = picked[spec.evidence_sections[0].id]
+            answer = " ".join(anchored(c.text, c.evidence_ids) for c in claims)
+            confidence = coverage_confidence(request.question, claims, request.evidence)
+            raw = json.dumps(
+                {
+                    "answer": answer,
+                    "citations": list(dict.fromkeys(eid for c in claims for eid in c.evidence_ids)),
+                    "confidence": confidence,
+                    "needs_human": not claims,
+                    **({"disclaimer": disclaimer} if disclaimer else {}),
+                },
+                ensure_ascii=False,
+            )
+        else:
+            raw = render_sections(spec, picked, disclaimer)
+        return parse_draft(raw, spec)

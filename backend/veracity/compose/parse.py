@@ -1,0 +1,179 @@
+"""Parse a composer's raw text into sections of claims. Used for model output and the offline composer alike.
+
+Two shapes: Markdown (``## Section title`` then sentences carrying ``[evidence:ID]`` anchors) and the strict
+JSON contract ``{"answer", "citations", "confidence", "needs_human"}`` (seed 001). ``<think>`` blocks and code
+fences are stripped first; anything that does not parse is a :class:`MalformedOutput`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from veracity.checks import ANCHOR_RE, parse_claim
+from veracity.compose.base import MalformedOutput
+from veracity.domain import Claim, Draft, SectionDraft
+from veracity.specs.models import Spec
+from veracity.text import sentence_spans, words
+
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.S)
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_ONLY_ANCHORS = re.compile(r"^[\s.,;:]*(?:\[evidence:[A-Za-z0-9_-]+\][\s.,;:]*)+$")
+_DISCLAIMER_HEADINGS = {"disclaimer", "penafian", "note", "notice"}
+CONTRACT_KEYS = ("answer", "citations", "confidence", "needs_human")
+MAX_RAW_CHARS = 40_000
+
+
+def clean(raw: str) -> str:
+    """Drop ``<think>`` blocks and an enclosing code fence."""
+    text = _THINK.sub("", raw).strip()
+    fenced = _FENCE.match(text)
+    return fenced.group(1).strip() if fenced else text
+
+
+def _normal(text: str) -> str:
+    return " ".join(words(text))
+
+
+_AFTER_ANCHORS = re.compile(r"([.!?][\"'”’)]*\s*(?:\[evidence:[A-Za-z0-9_-]+\][\s.,;:]*)+)\s+(?=\S)")
+
+
+def split_claims(text: str) -> list[str]:
+    """Sentences of a text, one line at a time, with anchors written after a full stop kept on their
+    sentence ("... in 1950. [evidence:ab] The next ...")."""
+    pieces: list[str] = []
+    for line in text.splitlines():
+        line = _AFTER_ANCHORS.sub(lambda m: m.group(1).rstrip() + "\n", _BULLET.sub("", line.strip()))
+        for part in line.split("\n"):
+            for s, e in sentence_spans(part):
+                sentence = _BULLET.sub("", part[s:e]).strip()
+                if not sentence:
+                    continue
+                if pieces and _ONLY_ANCHORS.match(sentence):
+                    pieces[-1] = f"{pieces[-1]} {sentence.strip(' .,;:')}"
+                    continue
+                pieces.append(sentence)
+    return pieces
+
+
+def _is_disclaimer(sentence: str, disclaimers: list[str]) -> bool:
+    normal = _normal(sentence)
+    return bool(normal) and any(
+        normal in _normal(d) or _normal(d) in normal for d in disclaimers if d and len(normal) > 20
+    )
+
+
+def parse_sections(raw: str, spec: Spec) -> Draft:
+    if len(raw) > MAX_RAW_CHARS:
+        raise MalformedOutput([f"output is {len(raw)} characters; at most {MAX_RAW_CHARS} are read"], raw)
+    text = clean(raw)
+    if not text:
+        raise MalformedOutput(["output is empty"], raw)
+    by_title = {}
+    for section in spec.sections:
+        by_title[_normal(section.title)] = section.id
+        by_title[_normal(section.id.replace("_", " "))] = section.id
+    disclaimers = list(spec.policy.disclaimer.values())
+    bodies: dict[str, list[str]] = {}
+    disclaimer_parts: list[str] = []
+    current: str | None = None
+    unknown: list[str] = []
+    known_headings = 0
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            title = _normal(heading.group(1))
+            if title in _DISCLAIMER_HEADINGS:
+                current = "__disclaimer__"
+            elif title in by_title:
+                current = by_title[title]
+                known_headings += 1
+            else:
+                current = None
+                unknown.append(heading.group(1))
+            continue
+        if line.strip():
+            bodies.setdefault(current or "__none__", []).append(line.strip())
+    if not known_headings:
+        if len(spec.evidence_sections) == 1 and "__none__" in bodies:
+            # A one-section template: headings are optional.
+            bodies[spec.evidence_sections[0].id] = bodies.pop("__none__")
+        else:
+            problems = ["no section of the template was found (expected '## <section title>' headings)"]
+            if unknown:
+                problems.append(f"unknown headings: {', '.join(unknown[:5])}")
+            raise MalformedOutput(problems, raw)
+    sections: list[SectionDraft] = []
+    for section in spec.sections:
+        claims: list[Claim] = []
+        for sentence in split_claims("\n".join(bodies.get(section.id, []))):
+            if _is_disclaimer(sentence, disclaimers):
+                disclaimer_parts.append(ANCHOR_RE.sub("", sentence).strip())
+                continue
+            claims.append(parse_claim(sentence))
+        sections.append(SectionDraft(id=section.id, title=section.title, claims=claims))
+    for sentence in split_claims("\n".join(bodies.get("__disclaimer__", []) + bodies.get("__none__", []))):
+        if _is_disclaimer(sentence, disclaimers) or "__disclaimer__" in bodies:
+            disclaimer_parts.append(ANCHOR_RE.sub("", sentence).strip())
+    return Draft(raw=raw, sections=sections, disclaimer=" ".join(disclaimer_parts) or None)
+
+
+def parse_contract(raw: str, spec: Spec) -> Draft:
+    """The strict JSON contract: every field present and typed, citations equal to the answer's anchors."""
+    text = clean(raw)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedOutput([f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"], raw) from None
+    if not isinstance(data, dict):
+        raise MalformedOutput(["output must be a JSON object"], raw)
+    problems: list[str] = []
+    missing = [k for k in CONTRACT_KEYS if k not in data]
+    if missing:
+        problems.append(f"missing field(s): {', '.join(missing)}")
+    extra = sorted(set(data) - set(CONTRACT_KEYS) - {"disclaimer"})
+    if extra:
+        problems.append(f"unexpected field(s): {', '.join(extra)}")
+    answer, citations = data.get("answer"), data.get("citations")
+    confidence, needs_human = data.get("confidence"), data.get("needs_human")
+    if not isinstance(answer, str) or not answer.strip():
+        problems.append("answer must be a non-empty string")
+    if not isinstance(citations, list) or not all(isinstance(c, str) for c in citations):
+        problems.append("citations must be a list of strings")
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+        problems.append("confidence must be a number in [0, 1]")
+    if not isinstance(needs_human, bool):
+        problems.append("needs_human must be true or false")
+    if problems:
+        raise MalformedOutput(problems, raw)
+    assert isinstance(answer, str) and isinstance(citations, list)
+    anchors = set(ANCHOR_RE.findall(answer))
+    if set(citations) != anchors:
+        raise MalformedOutput(
+            [
+                "citations must list exactly the [evidence:ID] anchors of the answer "
+                f"(citations {sorted(set(citations))}, anchors {sorted(anchors)})"
+            ],
+            raw,
+        )
+    draft = parse_sections(answer, spec.model_copy(update={"sections": spec.evidence_sections[:1]}))
+    disclaimer = data.get("disclaimer") if isinstance(data.get("disclaimer"), str) else draft.disclaimer
+    sections = draft.sections + [
+        SectionDraft(id=s.id, title=s.title) for s in spec.sections if s.id != draft.sections[0].id
+    ]
+    return Draft(
+        raw=raw,
+        sections=sections,
+        disclaimer=disclaimer,
+        confidence=float(confidence),  # type: ignore[arg-type]
+        needs_human=bool(needs_human),
+        contract={k: data[k] for k in CONTRACT_KEYS},
+    )
+
+
+def parse_draft(raw: str, spec: Spec) -> Draft:
+    if spec.composer.output == "json_contract":
+        return parse_contract(raw, spec)
+    return parse_sections(raw, spec)

@@ -1,0 +1,1 @@
+"""Offline evaluation harnesses over third-party datasets read by path (never copied into the project)."""

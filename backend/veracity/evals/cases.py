@@ -1,0 +1,200 @@
+"""``veracity eval``: every template's frozen eval cases, end to end, with the offline providers and the cases'
+scripted model outputs, on a fresh throwaway SQLite database. Each case is graded on its outcome and on the
+shape of what happened (which checks fired, how many attempts, the answer's language, and the invariants:
+nothing shipped without anchors that resolve, nothing unsupported shipped, an escalation searched nothing and
+called no model). Any miss is a regression: the command exits non-zero."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from veracity.compose.extractive import ExtractiveComposer
+from veracity.compose.scripted import ScriptedComposer, ScriptedReviewer
+from veracity.db import runs_repo
+from veracity.settings import Settings
+from veracity.specs.models import EvalCase, Spec
+from veracity.specs.registry import SpecRegistry
+
+
+@dataclass
+class CaseResult:
+    spec: str
+    case: str
+    kind: str
+    expected: str
+    got: str
+    checks: list[str]
+    attempts: int
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def _case_spec(spec: Spec, case: EvalCase) -> Spec:
+    if not case.composer_overrides:
+        return spec
+    composer = spec.composer.model_validate({**spec.composer.model_dump(), **case.composer_overrides})
+    return spec.model_copy(update={"composer": composer})
+
+
+def grade(
+    case: EvalCase,
+    *,
+    spec: Spec,
+    outcome: str,
+    report: dict[str, Any] | None,
+    events: list[str],
+    audit: list[dict[str, Any]],
+    composer_calls: int,
+) -> tuple[list[str], list[str], int]:
+    fired: set[str] = set()
+    attempts = 0
+    for entry in audit:
+        attempts = max(attempts, entry["attempt"])
+        payload = entry["payload"]
+        if entry["stage"] == "checks":
+            for layer in payload["checks"].values():
+                fired.update(v["check"] for v in layer.get("violations", []))
+        if entry["stage"] == "gate":
+            fired.update(p["check"] for p in payload["problems"])
+        if entry["stage"] == "draft" and payload.get("malformed"):
+            fired.add("malformed_output")
+        if entry["stage"] == "draft" and payload.get("failure"):
+            fired.add("model_error")
+    problems: list[str] = []
+    if outcome != case.expect_outcome:
+        problems.append(f"outcome {outcome}, expected {case.expect_outcome}")
+    missing = [c for c in case.expect_checks if c not in fired]
+    if missing:
+        problems.append(f"checks that did not fire: {', '.join(missing)}")
+    if case.expect_attempts is not None and attempts != case.expect_attempts:
+        problems.append(f"{attempts} drafting attempt(s), expected {case.expect_attempts}")
+    if outcome in ("escalated", "crisis") and "retrieve_map_started" not in events:
+        if composer_calls:
+            problems.append(f"an escalation called the composer {composer_calls} time(s)")
+    if outcome in ("escalated",) and "retrieve_map_started" in events:
+        problems.append("an escalated run searched")
+    if report is not None and outcome == "shipped":
+        evidence = {e["id"] for e in report["evidence"]}
+        for section in report["sections"]:
+            for claim in section["claims"]:
+                if not claim["evidence_ids"] or not set(claim["evidence_ids"]) <= evidence:
+                    problems.append(f"shipped claim without resolving anchors: {claim['text'][:60]!r}")
+                if claim.get("label") == "unsupported":
+                    problems.append(f"shipped an unsupported claim: {claim['text'][:60]!r}")
+        if spec.policy.disclaimer and not report.get("disclaimer"):
+            problems.append("shipped without the disclaimer")
+        if case.expect_language and report.get("language") != case.expect_language:
+            problems.append(f"answer language {report.get('language')}, expected {case.expect_language}")
+    return problems, sorted(fired), attempts
+
+
+async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> list[CaseResult]:
+    import asyncio
+
+    from veracity.corpus.bundled import ensure_bundled_corpora
+    from veracity.db.engine import make_engine, make_sessionmaker
+    from veracity.db.migrate import upgrade
+    from veracity.graph.builder import build_graph
+    from veracity.runs.service import Providers, RunService
+    from veracity.search.local import LocalSearch
+
+    registry = SpecRegistry.load()
+    specs = [registry.get(spec_id)] if spec_id else registry.all()
+    results: list[CaseResult] = []
+    with tempfile.TemporaryDirectory(prefix="veracity-eval-") as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'eval.db'}"
+        settings = settings.model_copy(
+            update={
+                "database": settings.database.model_copy(update={"url": url}),
+                "limits": settings.limits.model_copy(update={"event_delay_ms": 0}),
+            }
+        )
+        await asyncio.to_thread(upgrade, url)
+        engine = make_engine(url)
+        sessionmaker = make_sessionmaker(engine)
+        try:
+            await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
+            graph = build_graph()
+            search = LocalSearch(sessionmaker)
+            for spec in specs:
+                for case in spec.eval_cases:
+                    began = time.perf_counter()
+                    case_spec = _case_spec(spec, case)
+                    service = RunService(
+                        sessionmaker=sessionmaker,
+                        registry=SpecRegistry({spec.id: case_spec}),
+                        settings=settings,
+                        graph=graph,
+                        search=search,
+                    )
+                    script = case.script
+                    composer = ScriptedComposer(script.composer) if script and script.composer else None
+                    reviewer = ScriptedReviewer(script.reviewer) if script and script.reviewer else None
+                    providers = Providers(composer=composer or ExtractiveComposer(), reviewer=reviewer)
+                    run_id = await service.start(question=case.question, template=spec.id, providers=providers)
+                    await service.wait(run_id)
+                    async with sessionmaker() as session:
+                        run = await runs_repo.get_run(session=session, run_id=run_id)
+                        artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+                        events = [e.name for e in await runs_repo.events_after(session=session, run_id=run_id)]
+                        audit = [
+                            {"stage": a.stage, "attempt": a.attempt, "payload": a.payload}
+                            for a in await runs_repo.audit_trail(session=session, run_id=run_id)
+                        ]
+                    assert run is not None
+                    outcome = run.outcome or (run.error or "failed")
+                    problems, fired, attempts = grade(
+                        case,
+                        spec=case_spec,
+                        outcome=outcome,
+                        report=artifact.report if artifact else None,
+                        events=events,
+                        audit=audit,
+                        composer_calls=len(composer.feedback) if composer else 0,
+                    )
+                    results.append(
+                        CaseResult(
+                            spec=spec.id,
+                            case=case.id,
+                            kind=case.kind,
+                            expected=case.expect_outcome,
+                            got=outcome,
+                            checks=fired,
+                            attempts=attempts,
+                            problems=problems,
+                            seconds=round(time.perf_counter() - began, 2),
+                        )
+                    )
+        finally:
+            await engine.dispose()
+    return results
+
+
+def format_results(results: list[CaseResult]) -> str:
+    rows = [("template", "case", "kind", "expected", "got", "attempts", "checks fired", "result")]
+    for r in results:
+        rows.append(
+            (
+                r.spec,
+                r.case,
+                r.kind,
+                r.expected,
+                r.got,
+                str(r.attempts),
+                ", ".join(r.checks) or "-",
+                "pass" if r.passed else "FAIL: " + "; ".join(r.problems),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1] for row in rows]
+    passed = sum(1 for r in results if r.passed)
+    lines.append(f"\n{passed}/{len(results)} cases pass")
+    return "\n".join(lines)

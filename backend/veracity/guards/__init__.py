@@ -1,0 +1,1 @@
+"""Guards that check generated text against its cited sources."""

@@ -1,0 +1,78 @@
+"""L1, the citation validator (code, no model): every anchor resolves to evidence retrieved in this run, every
+claim carries an anchor, and every statute-style citation the draft names was in what was retrieved."""
+
+from __future__ import annotations
+
+import re
+
+from veracity.domain import Evidence, SectionDraft, Violation
+
+_ACT = re.compile(r"\b((?:[A-Z][\w'()-]*\s+){0,6}?(?:Act|Code|Ordinance|Regulations?|Rules)(?:\s+(?:of\s+)?\d{4})?)")
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def statute_citations(pattern: str, text: str) -> list[tuple[str, str | None]]:
+    """(section, act or None) for each citation of ``pattern`` in ``text``, in the forms models write:
+    "Section 90A of the Evidence Act 1950", "Section 90A(1) states that...", "s. 90A", "under the Evidence Act
+    1950, section 90A"... The act is the nearest act name in the same sentence, if any."""
+    found: list[tuple[str, str | None]] = []
+    acts = [(m.start(), _normal_act(m.group(1))) for m in _ACT.finditer(text)]
+    for match in re.finditer(pattern, text, re.I):
+        groups = match.groupdict()
+        section = (groups.get("section") or match.group(0)).upper().replace(" ", "")
+        act = groups.get("act")
+        if act:
+            found.append((section, _normal_act(act)))
+            continue
+        nearest = min(acts, key=lambda a: abs(a[0] - match.start()), default=None)
+        found.append((section, nearest[1] if nearest else None))
+    return found
+
+
+def _normal_act(act: str) -> str:
+    act = re.sub(r"^(?:the|under|of|in|by)\s+", "", act.strip(), flags=re.I)
+    return re.sub(r"\s+", " ", act).lower()
+
+
+def citation_violations(
+    draft: list[SectionDraft], evidence: list[Evidence], citation_pattern: str | None = None
+) -> list[Violation]:
+    by_id = {ev.id: ev for ev in evidence}
+    retrieved: set[tuple[str, str | None]] = set()
+    if citation_pattern:
+        for ev in evidence:
+            for section, act in statute_citations(citation_pattern, f"{ev.source.title}. {ev.quote}"):
+                retrieved.add((section, act))
+                retrieved.add((section, None))
+    violations: list[Violation] = []
+    for section in draft:
+        for index, claim in enumerate(section.claims):
+            common = {"layer": "l1", "section_id": section.id, "claim_index": index, "claim": _short(claim.text)}
+            if not claim.evidence_ids:
+                violations.append(
+                    Violation(check="uncited_claim", detail="the claim carries no [evidence:ID] anchor", **common)
+                )
+            for eid in claim.evidence_ids:
+                if eid not in by_id:
+                    violations.append(
+                        Violation(
+                            check="unknown_anchor",
+                            detail=f"anchor [evidence:{eid}] names evidence that was not retrieved in this run",
+                            **common,
+                        )
+                    )
+            if citation_pattern:
+                for cited_section, act in statute_citations(citation_pattern, claim.text):
+                    if (cited_section, act) not in retrieved:
+                        named = f"section {cited_section}" + (f" of the {act.title()}" if act else "")
+                        violations.append(
+                            Violation(
+                                check="unknown_citation",
+                                detail=f"{named} is cited but no retrieved evidence contains it",
+                                **common,
+                            )
+                        )
+    return violations
