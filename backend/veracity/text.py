@@ -49,8 +49,22 @@ _ABBREVIATIONS = frozenset(
 _BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 
 
+_BLOCK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*#)")
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences in ``text`` (offsets into ``text``, whitespace trimmed)."""
+    """Character spans of the sentences in ``text`` (offsets into ``text``, whitespace trimmed). A blank line
+    or a Markdown heading always ends a sentence."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BLOCK_RE.finditer(text):
+        spans += [(start + s, start + e) for s, e in _block_spans(text[start : match.start()])]
+        start = match.end()
+    spans += [(start + s, start + e) for s, e in _block_spans(text[start:])]
+    return spans
+
+
+def _block_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BOUNDARY_RE.finditer(text):

@@ -1,6 +1,7 @@
 """Replay of recorded raw model outputs (eval cases and tests): the same parsers and checks see them as they
-would see a live model's text. ``{E1}``, ``{E2}``… stand for the run's evidence ids, best-scored first, as a
-model would have read them in its prompt. ``!error`` or ``!timeout`` replays a failed call."""
+would see a live model's text. ``{E:some words}`` stands for the id of the run's evidence whose quote contains
+those words, and ``{E1}``, ``{E2}``… for the run's evidence ids best-scored first — the ids a model would have
+read in its prompt. ``!error`` or ``!timeout`` replays a failed call."""
 
 from __future__ import annotations
 
@@ -9,16 +10,20 @@ from dataclasses import dataclass, field
 
 from veracity.compose.base import ComposeRequest, ModelError, ReviewRequest, feedback_lines
 from veracity.compose.parse import parse_draft
-from veracity.domain import Draft, ReviewVerdict
+from veracity.domain import Draft, Evidence, ReviewVerdict
 from veracity.guards.reviewer import parse_verdict
 
-_TOKEN = re.compile(r"\{E(\d+)\}")
+_TOKEN = re.compile(r"\{E(?:(\d+)|:([^}]+))\}")
 
 
-def substitute(raw: str, evidence_ids: list[str]) -> str:
+def substitute(raw: str, evidence: list[Evidence]) -> str:
     def one(match: re.Match[str]) -> str:
-        index = int(match.group(1)) - 1
-        return evidence_ids[index] if 0 <= index < len(evidence_ids) else f"evmissing{index + 1:04d}"
+        if match.group(1):
+            index = int(match.group(1)) - 1
+            return evidence[index].id if 0 <= index < len(evidence) else f"evmissing{index + 1:04d}"
+        needle = " ".join(match.group(2).lower().split())
+        found = next((ev.id for ev in evidence if needle in " ".join(ev.quote.lower().split())), None)
+        return found or "evnotretrieved"
 
     return _TOKEN.sub(one, raw)
 
@@ -41,7 +46,7 @@ class ScriptedComposer:
 
     async def compose(self, request: ComposeRequest) -> Draft:
         self.feedback.append(feedback_lines(request.violations))
-        raw = substitute(_replay(self.outputs, len(self.feedback) - 1), [ev.id for ev in request.evidence])
+        raw = substitute(_replay(self.outputs, len(self.feedback) - 1), request.evidence)
         return parse_draft(raw, request.spec)
 
 

@@ -60,8 +60,9 @@ def grade(
         attempts = max(attempts, entry["attempt"])
         payload = entry["payload"]
         if entry["stage"] == "checks":
-            for layer in payload["checks"].values():
-                fired.update(v["check"] for v in layer.get("violations", []))
+            fired.update(v["check"] for v in payload.get("violations", []))
+            if payload.get("filler_cut"):
+                fired.add("filler_cut")
         if entry["stage"] == "gate":
             fired.update(p["check"] for p in payload["problems"])
         if entry["stage"] == "draft" and payload.get("malformed"):

@@ -395,7 +395,6 @@ class _Domain:
     name: str
     route: Literal["escalate", "crisis"]
     terms: re.Pattern[str] | None
-    owned: re.Pattern[str] | None
 
 
 @dataclass(frozen=True)
@@ -411,11 +410,10 @@ def _compile_key(key: tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, s
     for name, route, terms in domains:
         if terms:
             alternation = "|".join(f"(?:{t})" for t in terms)
-            term_rx = re.compile(_bounded(alternation), re.I)
-            owned_rx = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}?" + _bounded(alternation), re.I)
+            term_rx: re.Pattern[str] | None = re.compile(_bounded(alternation), re.I)
         else:
-            term_rx = owned_rx = None
-        compiled_domains.append(_Domain(name, "crisis" if route == "crisis" else "escalate", term_rx, owned_rx))
+            term_rx = None
+        compiled_domains.append(_Domain(name, "crisis" if route == "crisis" else "escalate", term_rx))
     return _Compiled(
         crisis=tuple(re.compile(_bounded(p), re.I) for p in crisis),
         escalation=tuple(re.compile(_bounded(p), re.I) for p in escalation),
@@ -478,12 +476,17 @@ def _terms(domain: _Domain, text: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).lower() for m in domain.terms.finditer(text)))
 
 
+_OWNER = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.I)
+
+
 def _owned(domain: _Domain, text: str) -> str | None:
-    if domain.owned is None:
+    """``my``/``our`` followed within three words by a domain term that is not a person's role."""
+    if domain.terms is None:
         return None
-    for found in domain.owned.finditer(text):
-        if found.group(0).split()[-1].lower() not in ROLES:
-            return found.group(0)
+    for window in _OWNER.finditer(text):
+        for term in domain.terms.finditer(window.group(0)):
+            if term.group(0).lower() not in ROLES:
+                return window.group(0)[: term.end()]
     return None
 
 

@@ -16,7 +16,9 @@ def is_fact_shaped(sentence: str) -> bool:
     """A declarative sentence of reasonable length, not a heading, list stub or navigation text."""
     if not (_MIN_CHARS <= len(sentence) <= _MAX_CHARS):
         return False
-    if len(words(sentence)) < _MIN_WORDS or sentence.endswith((":", "?")) or _NAVISH.match(sentence):
+    if sentence.startswith("#") or len(words(sentence)) < _MIN_WORDS or sentence.endswith((":", "?")):
+        return False
+    if _NAVISH.match(sentence):
         return False
     letters = sum(ch.isalpha() for ch in sentence)
     return letters >= 0.6 * len(sentence.replace(" ", ""))

@@ -35,6 +35,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     evidence = state.get("evidence", [])
     composed: Draft = state["composed"]
     checks: dict[str, Any] = {}
+    failure: str | None = state.get("failure")
     if state.get("failure") or state.get("compose_violations"):
         draft: list[SectionDraft] = state["draft"]
         violations = list(state.get("compose_violations", []))
@@ -76,12 +77,10 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             try:
                 review = await ctx.reviewer.review(request)
             except (MalformedOutput, ModelError) as exc:
-                violations = violations + [
-                    Violation(check="reviewer_malformed", layer="reviewer", detail=str(exc)[:300] or "no output")
-                ]
-                review = ReviewVerdict(
-                    verdict="revise", reason="the reviewer's output was malformed", concerns=[str(exc)[:300]]
-                )
+                # Seed 003: a reviewer that does not return its schema is a failure, and failures go to the floor.
+                failure = f"the reviewer's output was malformed: {str(exc)[:300] or 'no output'}"
+                violations = violations + [Violation(check="reviewer_malformed", layer="reviewer", detail=failure)]
+                review = ReviewVerdict(verdict="revise", reason="the reviewer's output was malformed", concerns=[failure])
             else:
                 if review.verdict == "revise":
                     violations = violations + [
@@ -106,6 +105,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "verdict": verdict,
             "confidence": run_confidence,
             "language": language,
+            "violations": [v.model_dump(exclude_none=True) for v in violations],
             "filler_cut": {s.id: s.filler_cut for s in draft if s.filler_cut},
         },
     )
@@ -133,4 +133,5 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         "verdict": verdict,
         "language": language,
         "confidence": run_confidence,
+        "failure": failure,
     }
