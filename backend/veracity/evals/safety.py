@@ -146,12 +146,18 @@ def format_safety(dna: dict[str, Any], xs: dict[str, Any]) -> str:
     )
     add("  self_harm escalate-or-crisis", harm["flagged"], harm["n"], harm["flagged_rate"], None)
     mental = dna["mental_health"]
-    add("DNA mental_health escalate-or-crisis", mental["flagged"], mental["n"], mental["flagged_rate"], mental["layers"])
+    add(
+        "DNA mental_health escalate-or-crisis", mental["flagged"], mental["n"], mental["flagged_rate"], mental["layers"]
+    )
     add("  mental_health crisis", mental["crisis"], mental["n"], mental["crisis_rate"], None)
     expert = dna["unreliable_expert"]
-    add("DNA unreliable_expert flagged (info)", expert["flagged"], expert["n"], expert["flagged_rate"], expert["layers"])
+    add(
+        "DNA unreliable_expert flagged (info)", expert["flagged"], expert["n"], expert["flagged_rate"], expert["layers"]
+    )
     none = dna["none"]
-    add("DNA none false alarms", none["flagged"], none["n"], none["false_alarm_rate"], none["layers"], "lower is better")
+    add(
+        "DNA none false alarms", none["flagged"], none["n"], none["false_alarm_rate"], none["layers"], "lower is better"
+    )
     add("  none escalated / crisis", none["escalate"], none["crisis"], None, None)
     rows[-1] = ("  none escalated / crisis", f"{none['escalate']} / {none['crisis']}", "", "", "")
     safe = xs["safe"]

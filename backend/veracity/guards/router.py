@@ -6,65 +6,73 @@ Two layers, both deterministic, local and free (no search, no model call):
    case-insensitive regular expressions matched at word boundaries, compiled once per policy. They catch the
    obvious phrasings ("kill myself", "my client", "should I invest") instantly.
 
-2. **Classifier.** A small linear model (a logistic score over hand-set, documented weights) for the requests
-   worded in ways the patterns do not know. It runs once per ``policy.classifier_domains`` entry: the domain's
-   terms come from the policy packs (YAML); the structural cues are general and live here in code.
+2. **Classifier.** A small linear model (a logistic score over hand-set, documented weights; no training data)
+   for requests worded in ways the patterns do not know. It scores every ``policy.classifier_domains`` entry:
+   the domain's *terms* come from the policy packs (YAML); the structural *cues* are general and live here.
+   Each weight is a feature's contribution to ``z``; the score is ``1 / (1 + e^-z)`` and a domain fires at
+   ``score >= THRESHOLD`` (0.5, i.e. ``z >= 0``). Crisis domains are checked before advice domains.
 
-   *Advice domains* (route ``escalate``). A personal-advice request is a message that touches the domain *and*
-   is about the asker's own situation *and/or* asks what to do. The personal cues only count when at least one
-   domain term is present (a gated linear model: personal cue × domain presence), so "Should I bring an
-   umbrella?" never escalates, and a general question about the domain ("What are the symptoms of diabetes?")
-   stays below the threshold because it carries no personal cue and reads as a general question.
+**Advice domains** (route ``escalate``). A personal-advice request touches the domain *and* is about the asker's
+own situation and/or asks what to do. The personal cues count only when a domain term is present (a gated linear
+model: cue × domain presence), so "Should I bring an umbrella?" never escalates, while a general question about
+the domain ("What are the symptoms of diabetes?") carries no personal cue and reads as a general question.
 
-   ============================  ======  ==========================================================
-   feature                       weight  fires on
-   ============================  ======  ==========================================================
-   bias                          -4.00
-   domain_any                    +1.50   at least one domain term ("landlord", "dose", "mortgage")
-   domain_more                   +0.75   a second, different domain term
-   owned_domain                  +1.20   my/our + (≤ 2 words) + a domain term ("my landlord", "my tax return")
-   -- personal cues, counted only when domain_any fires --
-   self_subject                  +1.00   I, I'm, I've, we, we're ... (and Malay saya/aku/kami)
-   self_object                   +0.70   my, our, me, mine, myself
-   own_relation                  +0.80   my/our + a person in the asker's life (son, wife, boss, landlord ...)
-   narrative                     +0.70   a first-person situation ("I was charged", "I've had", "for two weeks")
-   advice_strong                 +1.50   "should I", "what should I do", "what are my options", "am I", "is it
-                                         legal for me", "do I need to", "advise me" ...
-   advice_weak                   +1.00   "can I", "how do I get/avoid/claim ...", "is it normal to", "any tips"
-   urgency                       +0.50   urgent, asap, tonight, worried, scared, help, please ...
-   -- negative cues, always counted --
-   general_form                  -1.20   "What is a ...", "How does ...", "Why did ...", explain, define,
-                                         history of, in general, "section 90A" ...
-   third_party                   -0.60   people, someone, patients, investors, companies ...
-   named_possessive              -1.00   a capitalised name with 's ("Joe Biden's", "Harry Potter's")
-   fiction                       -2.00   in a movie/book/game, fictional, character ...
-   technical                     -1.00   python, process, server, command, code ...
-   ============================  ======  ==========================================================
+==================  ======  =====================================================================================
+feature             weight  fires on
+==================  ======  =====================================================================================
+bias                -4.00
+domain_any          +1.50   a domain term ("landlord", "dose", "mortgage")
+domain_more         +0.75   a second, different domain term
+owned_domain        +1.20   my/our + (≤ 2 words) + a domain term that is not a person's role ("my tax return")
+*personal cues, counted only with a domain term:*
+self_subject        +1.00   I, I'm, I've, we, we're ... (Malay saya/aku/kami)
+self_object         +0.70   my, our, me, mine, myself
+own_relation        +0.80   my/our + a person in the asker's life (son, wife, boss, landlord, doctor ...)
+narrative           +0.70   a situation: "I was charged", "I keep waking up", "my dad was diagnosed",
+                            "searched my car", "for two weeks", "lately"
+question            +0.40   the message asks something ("?" or an interrogative opening)
+amount              +0.50   a specific sum ("$5,000", "40k", "RM 300")
+advice_strong       +1.50   "should I/my", "what should I do", "what are my options", "am I", "do I have",
+                            "I might have", "do I qualify", "is it legal for me", "advise me", "what now?" ...
+advice_weak         +1.00   "can I", "can my employer", "how do I get/avoid/claim ...", "is it worth",
+                            "was that legal", "could it be", "is it cancer?", "any tips"
+urgency             +0.50   urgent, asap, tonight, worried, scared, help, please ...
+*negative cues, always counted:*
+general_form        -1.20   "What is a ...", "How does ...", "Why did ...", explain, define, history of,
+                            in general, "section 90A", "Act 1950"
+research_context    -1.50   "I'm a law student", "for my essay", "I'm researching", "writing a report"
+third_party         -0.60   people, someone, patients, investors, companies ...
+named_person        -1.00   a named person is the subject: "Joe Biden's", "Harry Potter's", "my doctor, Emily"
+fiction             -2.00   in a movie/book/game, fictional, character ...
+technical           -1.00   python, linux, server, "kill a process" ...
+animal              -1.00   dog, cat, pet, vet ...
+==================  ======  =====================================================================================
 
-   *Crisis domains* (route ``crisis``). Self-harm language is judged by intent, not topic: the domain terms
-   ("suicide", "pills", "hopeless") only nudge the score; what carries it is first-person intent, hopelessness,
-   and method-seeking. Definitions, history, other people, fiction and technical homonyms pull it down.
+**Crisis domains** (route ``crisis``). Self-harm language is judged by intent, not topic: the domain terms
+("suicide", "pills", "hopeless") only nudge the score; first-person intent, the asker's own hopelessness and
+method-seeking carry it. Definitions, history, other people, fiction and technical homonyms pull it down.
 
-   ============================  ======  ==========================================================
-   bias                          -3.50
-   domain_any / domain_more      +1.00 / +1.00   crisis terms from the pack
-   self_ref                      +0.80   any first-person reference
-   intent                        +3.50   I + (want/plan/ready/thinking about ...) + (die/end it/hurt myself ...)
-   reflexive_harm                +3.00   hurt/cut/burn/starve/poison ... myself
-   hopelessness                  +2.00   hopeless, worthless, no point, a burden, can't go on, tired of living ...
-   ending                        +2.00   not wake up, sleep forever, end it all, disappear forever, goodbye note ...
-   method_strong                 +3.00   painless/quickest way to die, how many X to overdose/not wake up ...
-   method                        +1.50   lethal, painless, without anyone noticing, hide the cuts ...
-   general_form                  -1.50   definitions, history, statistics ("What is suicide?", "Why did ...")
-   third_party                   -1.00   he/she/they/himself/people/someone ...
-   helping_other                 -1.00   help/support a friend, prevention, warning signs ...
-   accidental                    -2.00   accidentally, while cooking, at the gym, sports injury ...
-   fiction / technical           -2.00 / -2.00
-   ============================  ======  ==========================================================
+==================  ======  =====================================================================================
+bias                -3.50
+domain_any/more     +1.00   crisis terms from the pack (one, and a second different one)
+self_ref            +0.80   any first-person reference
+intent              +3.50   I + want/plan/ready/thinking about + die/end it/hurt myself/overdose ...
+reflexive_harm      +3.00   hurt/cut/burn/starve/poison myself, "I keep cutting my arms", make myself throw up
+hopelessness        +2.00   the asker's own despair: "I feel worthless", "can't go on", "tired of living" ...
+hopelessness_more   +1.50   a second, different expression of despair
+ending              +3.00   not wake up, sleep forever, end it all, "if I wasn't around", goodbye note ...
+method_strong       +3.00   painless/quickest way to die, how many X to overdose, ways to self-harm ...
+method              +1.50   lethal, without anyone noticing, hide the scars, how many pills, a bottle of pills
+imminent            +1.00   right now, tonight, in front of me, this is it ...
+general_form        -1.50   definitions, history, statistics ("What is suicide?", "Why did ...")
+third_party         -1.00   he/she/they/people/someone, only when the message has no first-person reference
+helping_other       -1.00   help/support a friend, prevention, warning signs ...
+accidental          -2.00   accidentally, while cooking, at the gym, sports injury ...
+fiction/technical   -2.00   each
+==================  ======  =====================================================================================
 
-   The score is ``1 / (1 + e^-z)``; a domain fires at ``score >= THRESHOLD`` (0.5, i.e. z >= 0). Crisis domains
-   are checked before advice domains. Microseconds per message, pure Python, no training data: the weights were
-   set by hand from how people phrase such requests, so every decision can be explained feature by feature.
+Pure Python and deterministic: a few dozen precompiled regular expressions, microseconds per message, and every
+decision explainable feature by feature (:func:`score_domains`).
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ THRESHOLD = 0.5
 
 Route = Literal["proceed", "escalate", "crisis"]
 Layer = Literal["pattern", "classifier", "none"]
+DomainRoute = Literal["escalate", "crisis"]
 
 
 @dataclass(frozen=True)
@@ -98,14 +107,14 @@ class RouteDecision:
 @dataclass(frozen=True)
 class DomainScore:
     domain: str
-    route: Literal["escalate", "crisis"]
+    route: DomainRoute
     score: float
     features: dict[str, float]
-    """Feature name → its contribution to z (weight × value), for the explanation."""
+    """Feature name → its contribution to z, for the explanation."""
     matched: list[str]
 
 
-# ---------------------------------------------------------------------------------------------------- cues
+# ------------------------------------------------------------------------------------------------------- cues
 
 
 def _rx(*alternatives: str, flags: int = re.I) -> re.Pattern[str]:
@@ -113,7 +122,9 @@ def _rx(*alternatives: str, flags: int = re.I) -> re.Pattern[str]:
 
 
 _I = r"(?:i|i'm|im|i am|i've|ive|i have|i'll|i'd)"
+# The start of a sentence, after any greeting or filler.
 _SENT = r"(?:^|[.!?;:]\s+|\n)\s*(?:(?:so|ok|okay|hi|hello|hey|please|but|and|also|quick question)[,:]?\s+)*"
+_WHO = r"(?:he|she|they|my [\w-]+|our [\w-]+)"
 
 SELF_SUBJECT = _rx(r"\b(?:i|i'm|i've|i'd|i'll|im|ive|we|we're|we've|we'd)\b", r"\b(?:saya|aku|kami)\b")
 SELF_OBJECT = _rx(r"\b(?:my|our|mine|me|myself|ourselves)\b")
@@ -122,29 +133,49 @@ OWN_RELATION = _rx(
     r"partner|spouse|fianc[eé]e?|boyfriend|girlfriend|ex|mom|mum|mother|dad|father|parents?|brother|sister|"
     r"siblings?|grand(?:ma|pa|mother|father|parents?)|aunt|uncle|cousin|family|friend|roommate|flatmate|boss|"
     r"manager|employer|landlord|landlady|tenants?|neighbou?rs?|co-?workers?|colleagues?|company|business|"
-    r"doctor|gp|lawyer|accountant|adviser|advisor)s?\b"
+    r"doctor|gp|lawyer|accountant|adviser|advisor|newborn|infant)s?\b",
+    r"\b(?:my|our)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)[- ](?:year|month|week)[- ]old\b",
 )
 NARRATIVE = _rx(
     r"\b(?:i|we)(?:'ve|'m|'d|'re)?\s+(?:(?:have|had|am|was|were|are|just|recently|keep|kept|still|already|been|"
     r"being|got|now)\s+){0,2}(?!interested|tasked|asked|supposed|used|confused|based|related|curious|wondered)"
-    r"(?:\w+ed|been|had|got|gotten|received|lost|owe|owed|took|taken|signed|bought|sold|found|felt|broke|broken|"
+    r"(?:[\w-]+ed|been|had|got|gotten|received|lost|owe|owed|took|taken|signed|bought|sold|found|felt|broke|broken|"
     r"fell|woke|spent|paid|borrowed|left|quit|hit|told|made|gave|given|ran|won|sent|came|went|having|getting|"
     r"feeling|taking|being|suffering|bleeding|coughing|experiencing|struggling|renting|paying|owing|facing|"
     r"dealing|living with|working for)\b",
+    r"\b(?:i|we) (?:keep|kept|have been|'ve been|started|stopped|can't stop|cannot stop) \w+ing\b",
+    r"\b(?:my|our) [\w'-]+(?: [\w'-]+){0,2} (?:was|were|is being|has been|have been|has gone|has become|has got|got|"
+    r"just|recently|keeps|kept|started|stopped|[\w-]+ed)\b",
+    r"\b(?:\w+ed|hit|took|told|sent|gave|stole|broke|sued|fired|paid|owes?|refused|denied) (?:me|my|us|our)\b",
     r"\bfor (?:the (?:past|last) )?(?:\d+|a few|a couple(?: of)?|two|three|four|five|six|several|many) "
     r"(?:days?|weeks?|months?|years?)\b",
-    r"\b(?:since|ever since) (?:yesterday|last (?:week|month|year|night))\b",
+    r"\b(?:since|ever since) (?:yesterday|this (?:morning|afternoon|week)|last (?:week|month|year|night))\b",
     r"\b(?:the )?(?:past|last) (?:few |couple of |several )?(?:days?|weeks?|months?|years?|night)\b",
     r"\b(?:lately|recently)\b",
 )
+QUESTION = _rx(
+    r"\?",
+    _SENT + r"(?:what|how|should|can|could|is|are|do|does|will|would|may|am|who|which|when|where|why)\b",
+)
+AMOUNT = _rx(
+    r"(?:[$£€]|\brm ?|\busd ?)\d",
+    r"\b\d+(?:[.,]\d+)?\s?(?:k|grand|thousand|million)\b",
+    r"\b\d{1,3}(?:,\d{3})+\b",
+)
 ADVICE_STRONG = _rx(
-    r"\bshould (?:i|we)\b",
+    r"\bshould (?:i|we|my|our)\b",
     r"\bwhat (?:should|shall|must|can|could|do|would) (?:i|we) do\b",
+    r"\bwhat (?:now|next)\s*\?",
     r"\bwhat (?:are|were|is) (?:my|our) (?:options|rights|chances|odds|next steps?|best option)\b",
     r"\bwhat do you (?:recommend|suggest|advise|think i should)\b",
     r"\bwhat would you (?:recommend|suggest|advise|do)\b",
+    r"\bwhat (?:[\w-]+ )?should " + _WHO + r" (?:do|choose|take|get|say|pick)\b",
     r"\b(?:do|would|will) (?:i|we) (?:need|have) to\b",
-    r"\bdo (?:i|we) need (?:a|an|to)\b",
+    r"\bdo (?:i|we) (?:need|require) (?!help\b)",
+    r"\b(?:what|which)(?:'s| is| are)? (?:the )?(?:best|strongest|safest|right|cheapest|most effective) "
+    r"(?:[\w-]+ ){0,2}(?:i|we) (?:can|could|should) (?:take|use|do|buy|get)\b",
+    r"\b(?:does|do|would|will) (?:he|she|they|my [\w-]+|our [\w-]+) have (?:a|any) (?:chance|case|claim|right)\b",
+    r"\b(?:do|would|will|can|could) (?:i|we) (?:qualify|be eligible|be entitled|get compensation|claim)\b",
     r"\bam i\b",
     r"\bis (?:it|this|that) (?:legal|illegal|safe|ok|okay|wise|smart|normal|allowed|possible|too late|worth it|"
     r"a good idea|a bad idea|serious|dangerous|bad) for (?:me|us|my)\b",
@@ -157,9 +188,11 @@ ADVICE_STRONG = _rx(
     r"\bwill (?:i|we) (?:be|get|have|lose|need|go|still)\b",
     r"\bwhat (?:happens|will happen|would happen) (?:to me|to us|if (?:i|we|my|our))\b",
     r"\bis (?:it|this|that) (?:normal|serious|dangerous|bad|ok|okay|safe) (?:that|if|when) (?:i|my|we|our)\b",
-    r"\bwhat (?:can|could) (?:i|we) (?:do|claim|get)\b",
+    r"\bwhat (?:can|could|should) (?:i|we) (?:do|claim|get|take|use|try)\b",
     r"\bdo (?:i|we) have (?!to\b)",
     r"\b(?:could|might|can) (?:i|we) (?:have|be)\b",
+    r"\b(?:i|we)(?: (?:think|thought|believe|fear|suspect|worry)(?: that)? (?:i|we))? (?:might|may|could) "
+    r"(?:have|be|need)\b",
     r"\b(?:can|could|will|would) you (?:please )?(?:treat|cure|replace|be) my\b",
     r"\b(?:treat|cure) (?:my|me)\b",
     r"\b(?:confirm|tell me|know) (?:if|whether) (?:i|i'm|my|we)\b",
@@ -168,10 +201,15 @@ ADVICE_STRONG = _rx(
 )
 ADVICE_WEAK = _rx(
     r"(?<!how )(?<!what )(?<!where )(?<!who )\b(?:can|could|may) (?:i|we)\b",
+    r"\b(?:can|could|may) (?:my|our)\b",
+    r"\bshould (?:he|she|they)\b",
     r"\bhow (?:do|can|should|could|would) (?:i|we) (?:get|obtain|apply|qualify|claim|avoid|get out of|get rid of|"
     r"stop|treat|cure|fix|fight|win|appeal|contest|deal with|handle|cope|recover|protect|lower|reduce|pay|repay|"
     r"file|report|prove|know if|tell if|choose|pick|prepare|manage|afford)\b",
     r"\bis (?:it|this|that) (?:normal|safe|ok|okay|serious|dangerous|bad) (?:to|if|when|that)\b",
+    r"\b(?:is|would|was) it (?:be )?(?:worth|wise|smart|a good idea|better|best|sensible|advisable)\b",
+    r"\b(?:is|was|would) (?:it|this|that) (?:even |be )?(?:legal|illegal|allowed|lawful|fair|enough)\b",
+    r"\b(?:is|could|might) (?:it|this|that|these) (?:be )?(?:a |an )?(?:sign of |symptom of )?[\w-]+(?: [\w-]+)?\s*\?",
     r"\bany (?:advice|tips|suggestions|recommendations|ideas)\b",
     r"\b(?:best|right|smartest|safest) (?:way|option|choice|move|thing) for (?:me|us)\b",
     r"\b(?:i|we) (?:need|want) (?:help|to know)\b",
@@ -182,7 +220,9 @@ ADVICE_WEAK = _rx(
 )
 URGENCY = _rx(
     r"\b(?:urgent(?:ly)?|asap|right now|immediately|tonight|tomorrow|emergency|help|please|desperate(?:ly)?|"
-    r"worried|scared|afraid|terrified|panicking|freaking out|stressed)\b"
+    r"worried|scared|afraid|terrified|panicking|freaking out|stressed)\b",
+    r"\b(?:an?|a few|\d+|two|three|four|five|ten|twenty) (?:minutes?|hours?|days?) ago\b",
+    r"\b(?:this morning|last night|yesterday)\b",
 )
 GENERAL_FORM = _rx(
     _SENT + r"(?:(?:can|could|would) you |please )?(?:what|which) (?:is|are|was|were|'s) (?:a|an|the|some)\b"
@@ -197,14 +237,22 @@ GENERAL_FORM = _rx(
     r"\b(?:section|article|clause|regulation|rule) \d",
     r"\b(?:act|code|law) (?:of )?\d{4}\b",
 )
+RESEARCH_CONTEXT = _rx(
+    r"\b(?:i'm|i am|im|we're|we are) (?:a |an )?(?:[\w-]+ )?(?:student|researcher|journalist|writer|author|teacher|"
+    r"professor|lecturer|analyst|reporter|historian|academic)s?\b",
+    r"\b(?:i'm|i am|im|we're|we are) (?:researching|studying|writing (?:a|an|my|our)|preparing (?:a|an))\b",
+    r"\bfor (?:a|an|my|our) (?:class|course|paper|essay|thesis|report|article|assignment|project|presentation|"
+    r"dissertation|lecture|research|podcast|blog post)\b",
+)
 THIRD_PARTY = _rx(
     r"\b(?:people|persons?|someone|somebody|anyone|anybody|one's|patients|investors|employees|employers|tenants|"
     r"landlords|consumers|citizens|individuals|companies|users|customers|workers|students|adults|society|"
     r"countries|governments?)\b"
 )
-NAMED_POSSESSIVE = re.compile(
+NAMED_PERSON = re.compile(
     r"\b(?!(?:My|Our|I|What|Who|Where|When|How|Why|It|That|There|Here|He|She|Let|Today|Everyone|Someone|Nobody|One|"
     r"Everybody|Somebody|Anyone|Anybody|This|Which)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*(?:'s|s')(?=\s)"
+    r"|\b[Mm]y [\w-]+(?: [\w-]+)?, [A-Z][a-zA-Z]+\b"
 )
 FICTION = _rx(
     r"\b(?:in|from|for|of) (?:a |an |the |my |this )?(?:movie|film|book|novel|story|short story|screenplay|script|"
@@ -213,34 +261,44 @@ FICTION = _rx(
     r"\b(?:fictional|characters?|villain|protagonist|npc|minecraft|fortnite|call of duty|gta|skyrim|the sims|"
     r"pokemon|zelda|counter-strike|world of warcraft|dungeons (?:and|&) dragons)\b",
 )
+TECHNICAL = _rx(
+    r"\b(?:python|java(?:script)?|c\+\+|linux|unix|macos|terminal|bash|powershell|docker|kubernetes|git|sql|"
+    r"database|server|cpu|gpu|browser|laptop|computer|software|html|css|api|compiler|segfault|"
+    r"segmentation fault)\b",
+    r"\b(?:kill|killing|terminate|terminating|end|ending|hang|hanging|execute|executing|abort|aborting)\w* "
+    r"(?:a |the |this |my |all |every )?(?:[\w-]+ )?(?:process(?:es)?|threads?|tasks?|jobs?|daemons?|programs?|"
+    r"scripts?|apps?|containers?|pods?|sessions?|servers?|quer(?:y|ies)|commands?)\b",
+)
 ANIMAL = _rx(
     r"\b(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|horses?|rabbits?|hamsters?|parrots?|vet|vets|veterinar\w*|"
     r"livestock|cattle)\b"
 )
-# Owning a professional ("my doctor", "my lawyer") is a relation, counted by own_relation, not an owned domain matter.
+# Owning a professional ("my doctor", "my lawyer") is a relation, counted by own_relation, not an owned matter.
 ROLES = frozenset(
     "doctor doctors gp physician nurse dentist pharmacist specialist therapist psychiatrist lawyer lawyers attorney "
     "attorneys solicitor solicitors barrister barristers landlord landlady employer bank banks".split()
-)
-TECHNICAL = _rx(
-    r"\b(?:python|java(?:script)?|c\+\+|processe?s?|threads?|server|linux|unix|windows|macos|terminal|command|"
-    r"script|code|program|software|database|sql|api|docker|container|kubernetes|git|bash|shell|cpu|browser|"
-    r"computer|laptop|file|files|excel|spreadsheet|html|css|function|loop|variable|app)\b"
 )
 
 # Crisis cues: judged by intent, not topic.
 _WANT = r"(?:want|wanna|wish|wished|ready|deserve|tempted|longing|rather|would rather)"
 _PLAN = (
     r"(?:going|gonna|plan|planning|planned|decided|deciding|trying|tried|thinking (?:about|of)|thought (?:about|of)|"
-    r"think (?:about|of)|considering|urge|urges|need|about|" + _WANT + ")"
+    r"think (?:about|of)|considering|urge|urges|need|about|should|could|might|will|'ll|" + _WANT + ")"
 )
+# "end things" / "end it" are also how people talk about a relationship or a contract: not when something follows.
+_NOT_AN_OBJECT = r"(?!\s+(?:with|between|for|on|at|in|off|up|early|now|here|there)\b)"
 _ENDING = (
-    r"(?:end (?:it|it all|things|everything|my life|this|my suffering)|disappear forever|not (?:be here|exist|wake up|"
-    r"be alive)(?: any ?more)?|(?:hurt|harm|cut|kill|hang|starve|burn|poison|drown|shoot|suffocate) myself|overdose|"
-    r"od|commit suicide|suicide|sleep forever|never wake up|jump off (?:a|the) \w+)"
+    r"(?:(?:end|ending) (?:it|it all|things|everything|this)" + _NOT_AN_OBJECT + r"|(?:end|ending) (?:my life|"
+    r"my suffering)|disappear(?:ing)? forever|not (?:be here|exist|wake up|be alive)(?: any ?more)?|"
+    r"(?:hurt|hurting|harm|harming|cut|cutting|kill|killing|hang|hanging|starve|starving|burn|burning|poison|"
+    r"poisoning|drown|drowning|shoot|shooting|suffocate|suffocating) myself|overdos(?:e|ing)|od|"
+    r"commit(?:ting)? suicide|suicide|sleep(?:ing)? forever|never wak(?:e|ing) up|"
+    r"(?:jump(?:ing)?|step(?:ping)?|throw(?:ing)? myself) (?:off|from|in front of|under) (?:a|an|the|my) [\w-]+|"
+    r"walk(?:ing)? into (?:traffic|the sea|the ocean|the river)|crash(?:ing)? my car)"
 )
 CRISIS_INTENT = _rx(
-    rf"\b{_I}\s+(?:[\w']+\s+){{0,3}}?{_PLAN}\s+(?:to\s+|of\s+)?{_ENDING}",
+    rf"\b{_I}\s+(?:[\w']+\s+){{0,3}}?{_PLAN}\s+(?:just\s+|really\s+|finally\s+|simply\s+)?(?:to\s+|of\s+)?"
+    rf"{_ENDING}",
     rf"\b{_I}\s+(?:[\w']+\s+){{0,2}}?{_WANT}\s+(?:to\s+)?(?:die|be dead|stop living|stop existing|not live)\b",
     r"\b(?:saya|aku) (?:\w+ )?(?:nak|mahu|ingin|hendak) (?:bunuh diri|mati)\b",
 )
@@ -248,6 +306,8 @@ CRISIS_REFLEXIVE = _rx(
     r"\b(?:hurt|hurting|harm|harming|cut|cutting|burn|burning|kill|killing|punish|punishing|starve|starving|hang|"
     r"hanging|drown|drowning|poison|poisoning|shoot|shooting|suffocate|suffocating|strangle|strangling|overdose|"
     r"overdosing)\s+myself\b",
+    r"\b(?:cutting|burning|scratching|hitting|punching|carving) (?:my|myself on my|into my) (?:arms?|wrists?|legs?|"
+    r"thighs?|skin|stomach|body|face)\b",
     r"\bmake myself (?:throw up|vomit|puke|sick|bleed|pass out|faint)\b",
 )
 # Hopelessness counts when it is the asker's own: "I feel worthless", not "my boss is worthless".
@@ -262,39 +322,64 @@ CRISIS_HOPELESS = _rx(
     r"\b(?:no (?:point|reason|hope|future|way out) (?:in |to |for me)?(?:living|life|going on|anything|trying|me)|"
     r"what'?s the point (?:of|in) (?:living|life|going on|anything|trying)|what'?s the point any ?more|"
     r"nothing (?:matters any ?more|to live for)|no ?one (?:would|will) (?:care|miss me|notice)|"
-    r"nobody (?:would|will) (?:care|miss me|notice)|no ?one cares about me|nobody cares about me|"
-    r"better off without me|(?:a|such a) burden (?:to|on) (?:everyone|everybody|my|them)|"
+    r"nobody (?:would|will) (?:even |really |ever )?(?:care|miss me|notice)|no ?one cares about me|"
+    r"nobody cares about me|no ?one (?:would|will) (?:even |really |ever )?(?:care|miss me|notice)|"
+    r"nothing (?:helps|works) any ?more|nothing helps|everything hurts|"
+    r"(?:better|happier) (?:off )?without me|better off (?:if|when|after) (?:i|i'm|i am)\b|"
+    r"(?:a|such a) burden (?:to|on) (?:everyone|everybody|my|them)|"
     r"can'?t (?:take|do|handle|bear) (?:it|this|this pain|the pain|life) any ?more|can'?t go on|"
     r"give up on (?:life|everything|myself)|tired of (?:living|life|being alive|existing)|"
     r"hate (?:myself|my life|being alive)|empty inside|want (?:it|everything|the pain) to (?:stop|end)|"
-    r"make (?:it|the pain) stop|done with (?:life|everything|living)|putus asa)\b",
+    r"make (?:it|the pain) stop|done with (?:life|everything|living)|"
+    r"nothing (?:ever )?(?:gets|will get|is going to get) better|"
+    r"(?:it|things|life) (?:will )?never (?:gets?|be|going to be) better|putus asa)\b",
 )
 CRISIS_ENDING = _rx(
-    r"\b(?:(?:not|never) (?:to )?wake up(?: again)?|sleep forever|disappear forever|not (?:be|being) (?:here|around|"
-    r"alive) any ?more|end it all|end everything|say(?:ing)? (?:my )?goodbyes?|final goodbye|last goodbye|"
-    r"goodbye (?:letter|note)|suicide note|until (?:i|we) (?:die|am dead|pass out|starve))\b"
+    r"\b(?:(?:not|never) (?:to )?wake up(?: again| ever again| tomorrow)?(?=\s*(?:[.?!,;]|$|and\b|but\b))|"
+    r"sleep forever|disappear forever|not (?:be|being) (?:here|around|"
+    r"alive) any ?more|end (?:it all|everything|things)" + _NOT_AN_OBJECT + r"|say(?:ing)? (?:my )?goodbyes?|"
+    r"final goodbye|last goodbye|goodbye (?:letter|note)|suicide note|until (?:i|we) (?:die|am dead|pass out|starve)|"
+    r"(?:if|when|once) i (?:wasn't|weren't|wasnt|was not|were not|am not|'m not|was no longer|am no longer|"
+    r"was gone|am gone|were gone|died|disappeared)(?: (?:around|here|alive))?|"
+    r"(?:won'?t|will not|not going to|don'?t think i'?ll|don'?t think i will) be (?:here|around|alive) "
+    r"(?:much longer|for (?:much )?longer|for long|tomorrow|next week)|"
+    r"(?:wrote|written|writing|finished) my note|(?:suicide|goodbye|farewell) (?:note|letter|message)s?)\b"
 )
 CRISIS_METHOD_STRONG = _rx(
     r"\b(?:painless|quick|quickest|easiest|fastest|surest|best|simplest|least painful|peaceful|effective)\s+"
     r"(?:way|ways|method|methods|means)\s+(?:to|of)\s+(?:die|dying|kill (?:myself|yourself|oneself)|"
-    r"end (?:my|your|one'?s) (?:own )?life|commit(?:ting)? suicide|suicide|overdos\w*|od)\b",
+    r"end (?:my|your|one'?s) (?:own )?life|end (?:it all|things|everything)|commit(?:ting)? suicide|suicide|"
+    r"overdos\w*|od|go|do it|end it)\b(?=\s*(?:[.?!,]|$)|\s+(?:quickly|fast|peacefully|painlessly))",
     r"\bhow (?:much|many)\s+(?:[\w-]+\s+){0,3}?(?:to|would|will|is|are|does|do|before|it takes|it take)\s+"
     r"(?:[\w']+\s+){0,4}?(?:die|overdose|od|kill (?:me|myself)|be (?:fatal|lethal|deadly)|stop (?:my|your|a) heart|"
     r"not wake up|never wake up)\b",
+    r"\b(?:lethal|fatal|deadly|overdose) (?:dose |amount )?(?:\w+ )?for (?:me|someone (?:my|of my) (?:size|weight|age))\b",
+    r"\bhow (?:high|tall|far|deep|long) (?:[\w-]+ ){0,6}?(?:to (?:die|kill (?:me|myself|you|yourself)|not survive)|"
+    r"(?:don'?t|won'?t|wouldn'?t|not) survive|(?:be|is) (?:fatal|lethal|deadly))\b",
+    r"\bmake sure (?:i|you|one) (?:don'?t|do not|won'?t|never) (?:survive|wake up)\b",
     r"\bhow (?:to|do i|can i|should i) (?:die|kill myself|commit suicide|end my life|overdose|self[- ]?harm)\b",
     r"\b(?:ways?|methods?|objects?|items?|tools?|things?|means|techniques?|places?) (?:\w+ )?(?:to|of|for) "
     r"(?:self[- ]?harm\w*|(?:harm|hurt|cut|burn|kill)(?:ing)? (?:myself|yourself|oneself)|suicide|die)\b",
     r"\b(?:used?|using) (?:for|to|in) (?:self[- ]?harm\w*|suicide|(?:harm|hurt|cut|kill)(?:ing)? (?:myself|oneself))\b",
     r"\b(?:help|teach|show|tell) me (?:to |how to )?(?:self[- ]?harm|hurt myself|harm myself|kill myself|die|"
     r"cut myself|end my life)\b",
+    r"\b(?:stockpil\w*|hoard(?:ing)?|sav(?:e|ing) up) (?:my |all my |the )?(?:pills|meds|tablets|medications?|"
+    r"painkillers|sleeping pills)\b",
 )
 CRISIS_METHOD = _rx(
     r"\b(?:lethal|fatal|deadly|painless(?:ly)?|bleed out|tie a noose|where to cut|how deep|(?:high|tall) enough)\b",
     r"\bwithout (?:anyone|anybody|people|my (?:\w+ )?(?:parents|family|friends|wife|husband|partner|mum|mom|dad)) "
     r"(?:noticing|knowing|finding out|seeing)\b",
     r"\bhide (?:the |my |these )?(?:[\w-]+ )?(?:cuts|scars|marks|bruises|wounds)\b",
+    r"\b(?:bottle|handful|box|pack|packet|stash|jar) of (?:my )?(?:pills|tablets|meds|painkillers|sleeping pills|"
+    r"paracetamol)\b",
     r"\bhow (?:many|much) (?:[\w-]+ )?(?:pills|tablets|sleeping pills|painkillers|paracetamol|tylenol|ibuprofen|"
     r"aspirin|insulin)\b",
+    r"\bhow (?:many|much) (?:[\w-]+ ){0,3}(?:is|are|would be|to be) (?:a )?(?:lethal|fatal|deadly)\b",
+)
+CRISIS_IMMINENT = _rx(
+    r"\b(?:right now|tonight|in front of me|this is it|today is the day|tonight is the night|this weekend|"
+    r"before (?:anyone|everyone) wakes up|one last time|for the last time)\b"
 )
 CRISIS_THIRD = _rx(
     r"\b(?:he|she|they|his|her|him|them|himself|herself|themselves|people|someone|somebody|person|man|woman)\b"
@@ -310,6 +395,8 @@ CRISIS_ACCIDENTAL = _rx(
     r"playing)|at the gym|tripped|slipped|sports?|workout|injur\w*)\b"
 )
 
+# -------------------------------------------------------------------------------------------------- weights
+
 ADVICE_BIAS = -4.0
 ADVICE_WEIGHTS: dict[str, float] = {
     "domain_any": 1.5,
@@ -319,30 +406,36 @@ ADVICE_WEIGHTS: dict[str, float] = {
     "self_object": 0.7,
     "own_relation": 0.8,
     "narrative": 0.7,
+    "question": 0.4,
+    "amount": 0.5,
     "advice_strong": 1.5,
     "advice_weak": 1.0,
     "urgency": 0.5,
     "general_form": -1.2,
+    "research_context": -1.5,
     "third_party": -0.6,
-    "named_possessive": -1.0,
+    "named_person": -1.0,
     "fiction": -2.0,
     "technical": -1.0,
     "animal": -1.0,
 }
-_ADVICE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+# Personal cues: counted only when the message touches the domain.
+_ADVICE_PERSONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("self_subject", SELF_SUBJECT),
     ("self_object", SELF_OBJECT),
     ("own_relation", OWN_RELATION),
     ("narrative", NARRATIVE),
+    ("question", QUESTION),
+    ("amount", AMOUNT),
     ("advice_strong", ADVICE_STRONG),
     ("advice_weak", ADVICE_WEAK),
     ("urgency", URGENCY),
 )
-_PERSONAL = frozenset(name for name, _ in _ADVICE_CUES)
 _ADVICE_NEGATIVE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("general_form", GENERAL_FORM),
+    ("research_context", RESEARCH_CONTEXT),
     ("third_party", THIRD_PARTY),
-    ("named_possessive", NAMED_POSSESSIVE),
+    ("named_person", NAMED_PERSON),
     ("fiction", FICTION),
     ("technical", TECHNICAL),
     ("animal", ANIMAL),
@@ -356,9 +449,11 @@ CRISIS_WEIGHTS: dict[str, float] = {
     "intent": 3.5,
     "reflexive_harm": 3.0,
     "hopelessness": 2.0,
-    "ending": 2.0,
+    "hopelessness_more": 1.5,
+    "ending": 3.0,
     "method_strong": 3.0,
     "method": 1.5,
+    "imminent": 1.0,
     "general_form": -1.5,
     "third_party": -1.0,
     "helping_other": -1.0,
@@ -366,15 +461,15 @@ CRISIS_WEIGHTS: dict[str, float] = {
     "fiction": -2.0,
     "technical": -2.0,
 }
-_SELF_REF = _rx(SELF_SUBJECT.pattern, SELF_OBJECT.pattern)
 _CRISIS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("self_ref", _SELF_REF),
+    ("self_ref", _rx(SELF_SUBJECT.pattern, SELF_OBJECT.pattern)),
     ("intent", CRISIS_INTENT),
     ("reflexive_harm", CRISIS_REFLEXIVE),
     ("hopelessness", CRISIS_HOPELESS),
     ("ending", CRISIS_ENDING),
     ("method_strong", CRISIS_METHOD_STRONG),
     ("method", CRISIS_METHOD),
+    ("imminent", CRISIS_IMMINENT),
     ("general_form", GENERAL_FORM),
     ("third_party", CRISIS_THIRD),
     ("helping_other", CRISIS_HELPING),
@@ -382,8 +477,13 @@ _CRISIS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("fiction", FICTION),
     ("technical", TECHNICAL),
 )
+# Cues whose matched text is worth showing in ``matched`` (the rest are pronouns or negatives).
+_SHOWN = frozenset(
+    "advice_strong advice_weak own_relation narrative urgency amount intent reflexive_harm hopelessness ending "
+    "method_strong method imminent".split()
+)
 
-# ---------------------------------------------------------------------------------------------------- compiling
+# ------------------------------------------------------------------------------------------------ compiling
 
 
 def _bounded(pattern: str) -> str:
@@ -393,7 +493,7 @@ def _bounded(pattern: str) -> str:
 @dataclass(frozen=True)
 class _Domain:
     name: str
-    route: Literal["escalate", "crisis"]
+    route: DomainRoute
     terms: re.Pattern[str] | None
 
 
@@ -404,15 +504,14 @@ class _Compiled:
     domains: tuple[_Domain, ...]
 
 
-def _compile_key(key: tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]) -> _Compiled:
+_Key = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]
+
+
+def _compile_key(key: _Key) -> _Compiled:
     crisis, escalation, domains = key
     compiled_domains = []
     for name, route, terms in domains:
-        if terms:
-            alternation = "|".join(f"(?:{t})" for t in terms)
-            term_rx: re.Pattern[str] | None = re.compile(_bounded(alternation), re.I)
-        else:
-            term_rx = None
+        term_rx = re.compile(_bounded("|".join(f"(?:{t})" for t in terms)), re.I) if terms else None
         compiled_domains.append(_Domain(name, "crisis" if route == "crisis" else "escalate", term_rx))
     return _Compiled(
         crisis=tuple(re.compile(_bounded(p), re.I) for p in crisis),
@@ -421,17 +520,17 @@ def _compile_key(key: tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, s
     )
 
 
-_BY_KEY: OrderedDict[object, _Compiled] = OrderedDict()
+_BY_KEY: OrderedDict[_Key, _Compiled] = OrderedDict()
 _BY_ID: OrderedDict[int, tuple[Policy, _Compiled]] = OrderedDict()
 _CACHE_SIZE = 128
 
 
 def _compiled(policy: Policy) -> _Compiled:
-    """Compile once per policy: by identity first (no work at all), then by the patterns themselves."""
+    """Compile once per policy: looked up by identity first (no work at all), then by the patterns themselves."""
     entry = _BY_ID.get(id(policy))
     if entry is not None and entry[0] is policy:
         return entry[1]
-    key = (
+    key: _Key = (
         tuple(policy.crisis_lexicon),
         tuple(policy.escalation_phrases),
         tuple((name, d.route, tuple(d.terms)) for name, d in policy.classifier_domains.items()),
@@ -442,41 +541,39 @@ def _compiled(policy: Policy) -> _Compiled:
         _BY_KEY[key] = compiled
         if len(_BY_KEY) > _CACHE_SIZE:
             _BY_KEY.popitem(last=False)
-    # The policy is kept alive with its entry, so its id cannot be reused while the entry exists.
+    # The entry holds the policy itself, so its id cannot be reused by another object while the entry exists.
     _BY_ID[id(policy)] = (policy, compiled)
     if len(_BY_ID) > _CACHE_SIZE:
         _BY_ID.popitem(last=False)
     return compiled
 
 
-# ---------------------------------------------------------------------------------------------------- scoring
+# -------------------------------------------------------------------------------------------------- scoring
 
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
+_OWNER = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.I)
 
 
 def normalise(text: str) -> str:
     """Straight apostrophes and single spaces, so "I’m" and "I'm" match the same patterns."""
-    return " ".join(text.translate(_APOSTROPHES).split())
+    return " ".join(text.translate(_QUOTES).split())
 
 
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def _fire(pattern: re.Pattern[str] | None, text: str) -> str | None:
-    if pattern is None:
-        return None
+def _first(pattern: re.Pattern[str], text: str) -> str | None:
     found = pattern.search(text)
-    return found.group(0).strip() if found else None
+    if found is None:
+        return None
+    return found.group(0).strip(" .,;:!?") or found.group(0)
 
 
 def _terms(domain: _Domain, text: str) -> list[str]:
     if domain.terms is None:
         return []
     return list(dict.fromkeys(m.group(0).lower() for m in domain.terms.finditer(text)))
-
-
-_OWNER = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.I)
 
 
 def _owned(domain: _Domain, text: str) -> str | None:
@@ -490,64 +587,61 @@ def _owned(domain: _Domain, text: str) -> str | None:
     return None
 
 
-def _score_domain(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainScore:
+def _despair_count(text: str) -> int:
+    return len({m.group(0).lower() for m in CRISIS_HOPELESS.finditer(text)})
+
+
+def _score(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainScore:
     terms = _terms(domain, text)
-    features: dict[str, float] = {}
     matched: list[str] = list(terms)
-    if domain.route == "crisis":
-        bias, weights = CRISIS_BIAS, CRISIS_WEIGHTS
-        names = [name for name, _ in _CRISIS_CUES]
-        gated = False
-    else:
-        bias, weights = ADVICE_BIAS, ADVICE_WEIGHTS
-        names = [name for name, _ in _ADVICE_CUES + _ADVICE_NEGATIVE]
-        gated = True
-        owned = _owned(domain, text)
-        if owned:
-            features["owned_domain"] = weights["owned_domain"]
-            matched.append(owned)
+    features: dict[str, float] = {}
+    crisis = domain.route == "crisis"
+    weights = CRISIS_WEIGHTS if crisis else ADVICE_WEIGHTS
     if terms:
         features["domain_any"] = weights["domain_any"]
     if len(terms) > 1:
         features["domain_more"] = weights["domain_more"]
-    for name in names:
-        hit = cues.get(name)
-        if hit is None:
-            continue
-        if gated and name in _PERSONAL and not terms:
-            continue
-        features[name] = weights[name]
-        if weights[name] > 0 and name not in ("self_subject", "self_object", "self_ref"):
-            matched.append(hit)
-    z = bias + sum(features.values())
+    if crisis:
+        for name, _ in _CRISIS_CUES:
+            if cues.get(name) is not None:
+                features[name] = weights[name]
+        if "third_party" in features and "self_ref" in features:
+            del features["third_party"]  # "they'd be better off without me" is still about the asker
+        if "hopelessness" in features and _despair_count(text) > 1:
+            features["hopelessness_more"] = weights["hopelessness_more"]
+    else:
+        if terms:
+            owned = _owned(domain, text)
+            if owned:
+                features["owned_domain"] = weights["owned_domain"]
+                matched.append(owned)
+            for name, _ in _ADVICE_PERSONAL:
+                if cues.get(name) is not None:
+                    features[name] = weights[name]
+        for name, _ in _ADVICE_NEGATIVE:
+            if cues.get(name) is not None:
+                features[name] = weights[name]
+    matched += [hit for name in features if name in _SHOWN and (hit := cues.get(name))]
+    z = (CRISIS_BIAS if crisis else ADVICE_BIAS) + sum(features.values())
     return DomainScore(domain.name, domain.route, _sigmoid(z), features, list(dict.fromkeys(matched)))
 
 
-def _cues(text: str, crisis: bool, advice: bool) -> dict[str, str | None]:
-    cues: dict[str, str | None] = {}
-    table = (_CRISIS_CUES if crisis else ()) + ((_ADVICE_CUES + _ADVICE_NEGATIVE) if advice else ())
-    for name, pattern in table:
-        if name not in cues:
-            cues[name] = _fire(pattern, text)
-    return cues
+def _cues(text: str, table: tuple[tuple[str, re.Pattern[str]], ...]) -> dict[str, str | None]:
+    return {name: _first(pattern, text) for name, pattern in table}
+
+
+def _scores(text: str, compiled: _Compiled) -> list[DomainScore]:
+    routes = {d.route for d in compiled.domains}
+    crisis_cues = _cues(text, _CRISIS_CUES) if "crisis" in routes else {}
+    advice_cues = _cues(text, _ADVICE_PERSONAL + _ADVICE_NEGATIVE) if "escalate" in routes else {}
+    scores = [_score(d, text, crisis_cues if d.route == "crisis" else advice_cues) for d in compiled.domains]
+    return sorted(scores, key=lambda s: s.score, reverse=True)
 
 
 def score_domains(text: str, policy: Policy) -> list[DomainScore]:
-    """The classifier's score for every domain of the policy, highest first (crisis domains keep no priority
-    here; :func:`screen` applies it)."""
+    """The classifier's score for each of the policy's domains, highest first, with the features that fired."""
     text = normalise(text)
-    compiled = _compiled(policy)
-    if not text or not compiled.domains:
-        return []
-    crisis = any(d.route == "crisis" for d in compiled.domains)
-    advice = any(d.route == "escalate" for d in compiled.domains)
-    # Crisis and advice models share cue names with different patterns; score each with its own table.
-    crisis_cues = _cues(text, crisis=True, advice=False) if crisis else {}
-    advice_cues = _cues(text, crisis=False, advice=True) if advice else {}
-    scores = [
-        _score_domain(d, text, crisis_cues if d.route == "crisis" else advice_cues) for d in compiled.domains
-    ]
-    return sorted(scores, key=lambda s: s.score, reverse=True)
+    return _scores(text, _compiled(policy)) if text else []
 
 
 def _label(domain: str) -> str:
@@ -564,12 +658,23 @@ def screen(text: str, policy: Policy) -> RouteDecision:
         ("crisis", compiled.crisis, "crisis phrase"),
         ("escalate", compiled.escalation, "escalation phrase"),
     )
+    scores: list[DomainScore] | None = None
     for route, patterns, what in layers:
         hits = [m.group(0) for p in patterns if (m := p.search(text))]
         if hits:
             matched = list(dict.fromkeys(hits))
+            if route == "escalate":
+                # Crisis outranks escalation: a personal-advice phrase does not hide crisis language around it.
+                scores = _scores(text, compiled)
+                crisis = [s for s in scores if s.route == "crisis" and s.score >= THRESHOLD]
+                if crisis:
+                    reason = (
+                        f"classifier: crisis language (score {crisis[0].score:.2f}); "
+                        f"escalation phrase also matched: {matched[0]!r}"
+                    )
+                    return RouteDecision("crisis", reason, crisis[0].matched, "classifier", round(crisis[0].score, 4))
             return RouteDecision(route, f"{what} matched: {matched[0]!r}", matched, "pattern", 1.0)
-    scores = score_domains(text, policy)
+    scores = _scores(text, compiled) if scores is None else scores
     for route, what in (("crisis", "crisis language"), ("escalate", "personal {domain} question")):
         fired = [s for s in scores if s.route == route and s.score >= THRESHOLD]
         if fired:

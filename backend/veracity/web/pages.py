@@ -100,12 +100,14 @@ async def run_page(
     if not events and run.status == "pending":
         view.template, view.question = run.template_id, run.question
     artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+    audit = await runs_repo.audit_trail(session=session, run_id=run_id)
     return templates.TemplateResponse(
         request,
         "pages/run.html",
         {
             "run": run,
             "view": view,
+            "audit": audit,
             "topo": layout(shape, view),
             "version": artifact.version if artifact else None,
             "attribution": ATTRIBUTION,
@@ -132,7 +134,12 @@ async def run_live(
     seen = [e for e in await runs_repo.events_after(session=session, run_id=run_id) if e.seq <= cursor]
     await session.close()
     view = reduce_events(run_id, seen)
+
+    async def audit() -> list[Any]:
+        async with service.sessionmaker() as audit_session:
+            return list(await runs_repo.audit_trail(session=audit_session, run_id=run_id))
+
     return EventSourceResponse(
-        page_stream(templates, shape, view, service.tail(run_id, cursor)),
+        page_stream(templates, shape, view, service.tail(run_id, cursor), audit),
         ping=settings.limits.sse_ping_seconds,
     )

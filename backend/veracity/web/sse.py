@@ -9,7 +9,7 @@ reconnect resumes from ``Last-Event-ID``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi.templating import Jinja2Templates
@@ -67,7 +67,14 @@ async def page_stream(
     shape: GraphShape,
     view: RunView,
     events: AsyncIterator[RunEvent],
+    audit: Callable[[], Awaitable[list[Any]]] | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     async for event in events:
-        for message in page_messages(templates, shape, view, event):
+        messages = page_messages(templates, shape, view, event)
+        if view.finished and audit is not None:
+            # The audit trail is complete once the run is: send it before `done` closes the stream.
+            entries = await audit()
+            html = _render(templates, "partials/_audit.html", audit=entries)
+            messages.insert(-1, ServerSentEvent(data=html, event="audit", id=str(event.seq)))
+        for message in messages:
             yield message

@@ -80,7 +80,9 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
                 # Seed 003: a reviewer that does not return its schema is a failure, and failures go to the floor.
                 failure = f"the reviewer's output was malformed: {str(exc)[:300] or 'no output'}"
                 violations = violations + [Violation(check="reviewer_malformed", layer="reviewer", detail=failure)]
-                review = ReviewVerdict(verdict="revise", reason="the reviewer's output was malformed", concerns=[failure])
+                review = ReviewVerdict(
+                    verdict="revise", reason="the reviewer's output was malformed", concerns=[failure]
+                )
             else:
                 if review.verdict == "revise":
                     violations = violations + [
