@@ -129,7 +129,8 @@ async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_f
         (
             {"question": "coffee", "template": "horoscope"},
             422,
-            "Unknown template 'horoscope'. Known templates: coach_reply, investment_memo, legal_research, market_brief, support_answer.",
+            "Unknown template 'horoscope'. Known templates: "
+            "coach_reply, investment_memo, legal_research, market_brief, support_answer.",
         ),
         (
             {"question": "coffee", "template": "market_brief", "corpus": "nope"},
@@ -256,3 +257,51 @@ async def test_concurrent_runs_do_not_mix_events(client_for, small_db_url) -> No
     for _, events in results:
         assert [int(e.id) for e in events] == list(range(1, len(events) + 1))
         assert events[-1].event == "complete"
+
+
+async def test_verify_endpoint_labels_each_claim_with_its_span(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    source = "Refunds are available within 14 days after payment. After 14 days, refunds are not available."
+    kb = {"id": "kb", "text": source}
+    body = {
+        "items": [
+            {"id": "a", "claim": "Refunds are available within 14 days after payment.", "sources": [kb]},
+            {"id": "b", "claim": "Refunds are available within 30 days after payment.", "sources": [kb]},
+        ]
+    }
+    response = await client.post("/v1/verify", json=body)
+    assert response.status_code == 200
+    results = {r["id"]: r for r in response.json()["results"]}
+    assert results["a"]["label"] == "supported"
+    span = results["a"]["evidence"][0]
+    assert source[span["start"] : span["end"]] == "Refunds are available within 14 days after payment."
+    assert results["b"]["label"] == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"items": []}, "items"),
+        ({"items": [{"id": "a", "claim": "", "sources": []}]}, "claim"),
+        ({"items": [{"id": "a", "claim": "x", "sources": [{"id": "s"}]}]}, "text"),
+    ],
+)
+async def test_verify_endpoint_refuses_bad_input_with_a_message(client_for, small_db_url, body, fragment) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response = await client.post("/v1/verify", json=body)
+    assert response.status_code == 422
+    assert fragment in response.json()["error"]["message"]
+
+
+async def test_audit_trail_is_returned_by_the_api_and_shown_on_the_run_page(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response, events = await collect(client, "POST", "/v1/research/stream", json=QUESTION)
+    run_id = response.headers["x-run-id"]
+    audit = (await client.get(f"/v1/research/{run_id}/audit")).json()
+    stages = [e["stage"] for e in audit["entries"]]
+    assert stages == ["route", "draft", "checks", "decision", "gate", "shipped"]
+    assert [e["seq"] for e in audit["entries"]] == list(range(1, len(stages) + 1))
+    checks = audit["entries"][2]["payload"]["checks"]
+    assert checks["l1"]["passed"] and checks["l2"]["passed"] and checks["reviewer"]["verdict"] == "ok"
+    page = (await client.get(f"/runs/{run_id}")).text
+    assert 'data-stage="checks"' in page and 'id="outcome-banner"' in page and "banner-shipped" in page

@@ -28,7 +28,11 @@ def test_bundled_specs_have_the_sections_the_templates_promise() -> None:
 def test_unknown_template_names_the_known_ones() -> None:
     with pytest.raises(BadInput) as info:
         SpecRegistry.load().get("nope")
-    assert info.value.message == "Unknown template 'nope'. Known templates: coach_reply, investment_memo, legal_research, market_brief, support_answer."
+    assert (
+        info.value.message
+        == "Unknown template 'nope'. Known templates: "
+        "coach_reply, investment_memo, legal_research, market_brief, support_answer."
+    )
 
 
 VALID = """

@@ -4,6 +4,7 @@ claim carries an anchor, and every statute-style citation the draft names was in
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from veracity.domain import Evidence, SectionDraft, Violation
 
@@ -44,13 +45,18 @@ def citation_violations(
     retrieved: set[tuple[str, str | None]] = set()
     if citation_pattern:
         for ev in evidence:
-            for section, act in statute_citations(citation_pattern, f"{ev.source.title}. {ev.quote}"):
-                retrieved.add((section, act))
-                retrieved.add((section, None))
+            for number, act in statute_citations(citation_pattern, f"{ev.source.title}. {ev.quote}"):
+                retrieved.add((number, act))
+                retrieved.add((number, None))
     violations: list[Violation] = []
     for section in draft:
         for index, claim in enumerate(section.claims):
-            common = {"layer": "l1", "section_id": section.id, "claim_index": index, "claim": _short(claim.text)}
+            common: dict[str, Any] = {
+                "layer": "l1",
+                "section_id": section.id,
+                "claim_index": index,
+                "claim": _short(claim.text),
+            }
             if not claim.evidence_ids:
                 violations.append(
                     Violation(check="uncited_claim", detail="the claim carries no [evidence:ID] anchor", **common)

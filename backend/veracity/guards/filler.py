@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from veracity.domain import Evidence, SectionDraft
+from veracity.domain import Claim, Evidence, SectionDraft
 from veracity.text import content_terms
 
 _DIGIT = re.compile(r"\d")
@@ -26,7 +26,8 @@ def cut_filler(draft: list[SectionDraft], evidence: list[Evidence]) -> list[Sect
     vocabulary = {t for ev in evidence for t in content_terms(ev.quote, limit=200)}
     out: list[SectionDraft] = []
     for section in draft:
-        kept, cut = [], []
+        kept: list[Claim] = []
+        cut: list[Claim] = []
         for claim in section.claims:
             (cut if not claim.evidence_ids and is_filler(claim.text, vocabulary) else kept).append(claim)
         if cut:

@@ -41,7 +41,7 @@ urgency             +0.50   urgent, asap, tonight, worried, scared, help, please
 general_form        -1.20   "What is a ...", "How does ...", "Why did ...", explain, define, history of,
                             in general, "section 90A", "Act 1950"
 research_context    -1.50   "I'm a law student", "for my essay", "I'm researching", "writing a report"
-third_party         -0.60   people, someone, patients, investors, companies ...
+third_party         -0.60   people, someone, patients, investors ... (only without a first-person reference)
 named_person        -1.00   a named person is the subject: "Joe Biden's", "Harry Potter's", "my doctor, Emily"
 fiction             -2.00   in a movie/book/game, fictional, character ...
 technical           -1.00   python, linux, server, "kill a process" ...
@@ -58,8 +58,9 @@ domain_any/more     +1.00   crisis terms from the pack (one, and a second differ
 self_ref            +0.80   any first-person reference
 intent              +3.50   I + want/plan/ready/thinking about + die/end it/hurt myself/overdose ...
 reflexive_harm      +3.00   hurt/cut/burn/starve/poison myself, "I keep cutting my arms", make myself throw up
-hopelessness        +2.00   the asker's own despair: "I feel worthless", "can't go on", "tired of living" ...
+hopelessness        +2.00   the asker's own despair: "I feel worthless", "I can't take it anymore", "a burden" ...
 hopelessness_more   +1.50   a second, different expression of despair
+passive_ideation    +3.00   "tired of living", "no reason to live", "better off without me", "don't deserve to live"
 ending              +3.00   not wake up, sleep forever, end it all, "if I wasn't around", goodbye note ...
 method_strong       +3.00   painless/quickest way to die, how many X to overdose, ways to self-harm ...
 method              +1.50   lethal, without anyone noticing, hide the scars, how many pills, a bottle of pills
@@ -152,6 +153,9 @@ NARRATIVE = _rx(
     r"\b(?:since|ever since) (?:yesterday|this (?:morning|afternoon|week)|last (?:week|month|year|night))\b",
     r"\b(?:the )?(?:past|last) (?:few |couple of |several )?(?:days?|weeks?|months?|years?|night)\b",
     r"\b(?:lately|recently)\b",
+    r"\b(?:i'm|i am|im|i've been|he's|she's) (?:currently |now |still )?on (?!the\b|a\b|an\b|my\b|holiday\b|"
+    r"vacation\b|leave\b|time\b|call\b|board\b|track\b|it\b)[\w-]+",
+    r"\b(?:keeps?|kept) [\w-]+ing (?:me|my|us|our)\b",
 )
 QUESTION = _rx(
     r"\?",
@@ -177,6 +181,14 @@ ADVICE_STRONG = _rx(
     r"\b(?:does|do|would|will) (?:he|she|they|my [\w-]+|our [\w-]+) have (?:a|any) (?:chance|case|claim|right)\b",
     r"\b(?:do|would|will|can|could) (?:i|we) (?:qualify|be eligible|be entitled|get compensation|claim)\b",
     r"\bam i\b",
+    r"\bwhat'?s wrong with (?:me|my|us|our)\b",
+    r"\b(?:right|best|good|bad|safe|worth it|suitable|appropriate|smart|wise|a good (?:move|idea|choice|time|option|"
+    r"investment|decision)) for (?:me|us|my [\w-]+|our [\w-]+)\b",
+    r"\bhow (?:much|many) of (?:my|our)\b",
+    r"\b(?:can|could|are|is|will) (?:they|he|she|it|my [\w-]+|our [\w-]+) (?:legally |even |still )?(?:do that|do this|"
+    r"allowed to|stop me|stop us|make me|make us|force me|force us|fire me|evict (?:me|us)|sue (?:me|us)|charge me|"
+    r"take (?:my|our|it|that|them))\b",
+    r"\bis (?:that|this|it) (?:an? )?(?:emergency|problem|concern|cause for concern|something to worry about)\b",
     r"\bis (?:it|this|that) (?:legal|illegal|safe|ok|okay|wise|smart|normal|allowed|possible|too late|worth it|"
     r"a good idea|a bad idea|serious|dangerous|bad) for (?:me|us|my)\b",
     r"\b(?:advise|diagnose|prescribe|represent|defend) me\b",
@@ -209,8 +221,11 @@ ADVICE_WEAK = _rx(
     r"\bis (?:it|this|that) (?:normal|safe|ok|okay|serious|dangerous|bad) (?:to|if|when|that)\b",
     r"\b(?:is|would|was) it (?:be )?(?:worth|wise|smart|a good idea|better|best|sensible|advisable)\b",
     r"\b(?:is|was|would) (?:it|this|that) (?:even |be )?(?:legal|illegal|allowed|lawful|fair|enough)\b",
-    r"\b(?:is|could|might) (?:it|this|that|these) (?:be )?(?:a |an )?(?:sign of |symptom of )?[\w-]+(?: [\w-]+)?\s*\?",
+    r"\b(?:is|could|might) (?:it|this|that|these) (?:be )?(?:a |an )?(?:sign of |symptom of )?"
+    r"(?!(?:true|right|correct|accurate|real|legit|a myth|a fact|so)\b)[\w-]+(?: [\w-]+)?\s*\?",
     r"\bany (?:advice|tips|suggestions|recommendations|ideas)\b",
+    r"\b(?:keep|sell|buy|sign|quit|stay|wait|pay|invest|refinance|settle|take|switch|go|save|rent|fight|accept)\b"
+    r"[^.?!]{0,40}\bor\b[^.?!]{0,40}\?",
     r"\b(?:best|right|smartest|safest) (?:way|option|choice|move|thing) for (?:me|us)\b",
     r"\b(?:i|we) (?:need|want) (?:help|to know)\b",
     r"\b(?:could|can|might) (?:it|this|that) (?:be|mean)\b",
@@ -235,6 +250,8 @@ GENERAL_FORM = _rx(
     r"comparison|differences? between|pros and cons|in general|generally|typically|statistics|according to|"
     r"what does the law say)\b",
     r"\b(?:section|article|clause|regulation|rule) \d",
+    r"\b(?:is|was) (?:that|this|it) (?:really |actually )?(?:true|correct|accurate|a myth|real|a fact)\b",
+    r"\b(?:i|we) (?:read|heard|saw) (?:that|somewhere|online|on|in)\b|\b(?:says|said|claims?|claimed) (?:that )?",
     r"\b(?:act|code|law) (?:of )?\d{4}\b",
 )
 RESEARCH_CONTEXT = _rx(
@@ -294,10 +311,13 @@ _ENDING = (
     r"poisoning|drown|drowning|shoot|shooting|suffocate|suffocating) myself|overdos(?:e|ing)|od|"
     r"commit(?:ting)? suicide|suicide|sleep(?:ing)? forever|never wak(?:e|ing) up|"
     r"(?:jump(?:ing)?|step(?:ping)?|throw(?:ing)? myself) (?:off|from|in front of|under) (?:a|an|the|my) [\w-]+|"
-    r"walk(?:ing)? into (?:traffic|the sea|the ocean|the river)|crash(?:ing)? my car)"
+    r"walk(?:ing)? into (?:traffic|the sea|the ocean|the river)|crash(?:ing)? my car|"
+    r"tak(?:e|ing) (?:all|every one|the whole|a whole) (?:of )?(?:my |the |these )?(?:pills|tablets|meds|bottle|"
+    r"pack|box|packet)|jump(?:ing)?(?=\s+(?:tonight|today|now|tomorrow)\b|\s*[.!?]|$)|"
+    r"letting go(?=\s*[.!?]|$))"
 )
 CRISIS_INTENT = _rx(
-    rf"\b{_I}\s+(?:[\w']+\s+){{0,3}}?{_PLAN}\s+(?:just\s+|really\s+|finally\s+|simply\s+)?(?:to\s+|of\s+)?"
+    rf"\b{_I}\s+(?:[\w']+\s+){{0,6}}?{_PLAN}\s+(?:just\s+|really\s+|finally\s+|simply\s+)?(?:to\s+|of\s+)?"
     rf"{_ENDING}",
     rf"\b{_I}\s+(?:[\w']+\s+){{0,2}}?{_WANT}\s+(?:to\s+)?(?:die|be dead|stop living|stop existing|not live)\b",
     r"\b(?:saya|aku) (?:\w+ )?(?:nak|mahu|ingin|hendak) (?:bunuh diri|mati)\b",
@@ -319,20 +339,29 @@ CRISIS_HOPELESS = _rx(
     r"\b(?:i|i'm|im|i am|i've|i have|i feel|i felt|feeling|i've become|i have become|my life is|my life feels|"
     r"life is|life feels|everything (?:is|feels))(?: (?:so|really|completely|totally|utterly|just|very|such|"
     r"always|never|been|become|feel|feeling|like))* " + _DESPAIR + r"\b",
-    r"\b(?:no (?:point|reason|hope|future|way out) (?:in |to |for me)?(?:living|life|going on|anything|trying|me)|"
-    r"what'?s the point (?:of|in) (?:living|life|going on|anything|trying)|what'?s the point any ?more|"
-    r"nothing (?:matters any ?more|to live for)|no ?one (?:would|will) (?:care|miss me|notice)|"
+    r"\b(?:no (?:point|hope|future|way out) (?:in |to |for me)?(?:anything|trying|me)|"
+    r"what'?s the point (?:of|in) (?:anything|trying)|what'?s the point any ?more|"
+    r"nothing matters any ?more|no ?one (?:would|will) (?:care|miss me|notice)|"
     r"nobody (?:would|will) (?:even |really |ever )?(?:care|miss me|notice)|no ?one cares about me|"
     r"nobody cares about me|no ?one (?:would|will) (?:even |really |ever )?(?:care|miss me|notice)|"
     r"nothing (?:helps|works) any ?more|nothing helps|everything hurts|"
-    r"(?:better|happier) (?:off )?without me|better off (?:if|when|after) (?:i|i'm|i am)\b|"
-    r"(?:a|such a) burden (?:to|on) (?:everyone|everybody|my|them)|"
-    r"can'?t (?:take|do|handle|bear) (?:it|this|this pain|the pain|life) any ?more|can'?t go on|"
-    r"give up on (?:life|everything|myself)|tired of (?:living|life|being alive|existing)|"
+    r"(?:happier) (?:off )?without me|(?:a|such a) burden (?:to|on) (?:everyone|everybody|my|them)|"
+    r"can'?t (?:take|do|handle|bear) (?:it|this|this pain|the pain|life) any ?more|"
+    r"give up on (?:life|everything|myself)|"
     r"hate (?:myself|my life|being alive)|empty inside|want (?:it|everything|the pain) to (?:stop|end)|"
-    r"make (?:it|the pain) stop|done with (?:life|everything|living)|"
+    r"make (?:it|the pain) stop|"
     r"nothing (?:ever )?(?:gets|will get|is going to get) better|"
     r"(?:it|things|life) (?:will )?never (?:gets?|be|going to be) better|putus asa)\b",
+)
+# Passive suicidal ideation: no plan named, but the wish not to live is. Weighted like an ending.
+CRISIS_PASSIVE = _rx(
+    r"\b(?:no (?:point|reason) (?:in |to )?(?:living|live|go on|going on|keep going|be alive|being alive)|"
+    r"what'?s the point (?:of|in) (?:living|life|going on|being alive)|nothing (?:left )?to live for|"
+    r"(?:better|happier) off (?:dead|without me)|(?:everyone|everybody|they|people|my family) (?:would|will|'d) be "
+    r"(?:better|happier) (?:off )?(?:without me|if i)|can'?t go on(?: living| like this| any ?more)?|"
+    r"tired of (?:living|life|being alive|existing)|done with (?:life|living|being alive)|"
+    r"(?:don'?t|do not) deserve to (?:live|be alive|be here|exist)|(?:hate|hating) being alive|"
+    r"wish i (?:was|were|could be) dead|wish i (?:had )?never (?:been born|existed))\b"
 )
 CRISIS_ENDING = _rx(
     r"\b(?:(?:not|never) (?:to )?wake up(?: again| ever again| tomorrow)?(?=\s*(?:[.?!,;]|$|and\b|but\b))|"
@@ -343,7 +372,9 @@ CRISIS_ENDING = _rx(
     r"was gone|am gone|were gone|died|disappeared)(?: (?:around|here|alive))?|"
     r"(?:won'?t|will not|not going to|don'?t think i'?ll|don'?t think i will) be (?:here|around|alive) "
     r"(?:much longer|for (?:much )?longer|for long|tomorrow|next week)|"
-    r"(?:wrote|written|writing|finished) my note|(?:suicide|goodbye|farewell) (?:note|letter|message)s?)\b"
+    r"(?:wrote|written|writing|finished) my note|(?:suicide|goodbye|farewell) (?:note|letter|message)s?|"
+    r"(?:this is|here is|these are) my (?:last|final) (?:message|post|note|words|goodbye)|"
+    r"goodbye (?:everyone|everybody|world|all|forever|cruel world))\b"
 )
 CRISIS_METHOD_STRONG = _rx(
     r"\b(?:painless|quick|quickest|easiest|fastest|surest|best|simplest|least painful|peaceful|effective)\s+"
@@ -356,6 +387,7 @@ CRISIS_METHOD_STRONG = _rx(
     r"\b(?:lethal|fatal|deadly|overdose) (?:dose |amount )?(?:\w+ )?for (?:me|someone (?:my|of my) (?:size|weight|age))\b",
     r"\bhow (?:high|tall|far|deep|long) (?:[\w-]+ ){0,6}?(?:to (?:die|kill (?:me|myself|you|yourself)|not survive)|"
     r"(?:don'?t|won'?t|wouldn'?t|not) survive|(?:be|is) (?:fatal|lethal|deadly))\b",
+    r"\b(?:tie|tying|make|making) a noose\b",
     r"\bmake sure (?:i|you|one) (?:don'?t|do not|won'?t|never) (?:survive|wake up)\b",
     r"\bhow (?:to|do i|can i|should i) (?:die|kill myself|commit suicide|end my life|overdose|self[- ]?harm)\b",
     r"\b(?:ways?|methods?|objects?|items?|tools?|things?|means|techniques?|places?) (?:\w+ )?(?:to|of|for) "
@@ -367,7 +399,7 @@ CRISIS_METHOD_STRONG = _rx(
     r"painkillers|sleeping pills)\b",
 )
 CRISIS_METHOD = _rx(
-    r"\b(?:lethal|fatal|deadly|painless(?:ly)?|bleed out|tie a noose|where to cut|how deep|(?:high|tall) enough)\b",
+    r"\b(?:lethal|fatal|deadly|painless(?:ly)?|bleed out|where to cut|how deep|(?:high|tall) enough)\b",
     r"\bwithout (?:anyone|anybody|people|my (?:\w+ )?(?:parents|family|friends|wife|husband|partner|mum|mom|dad)) "
     r"(?:noticing|knowing|finding out|seeing)\b",
     r"\bhide (?:the |my |these )?(?:[\w-]+ )?(?:cuts|scars|marks|bruises|wounds)\b",
@@ -376,6 +408,7 @@ CRISIS_METHOD = _rx(
     r"\bhow (?:many|much) (?:[\w-]+ )?(?:pills|tablets|sleeping pills|painkillers|paracetamol|tylenol|ibuprofen|"
     r"aspirin|insulin)\b",
     r"\bhow (?:many|much) (?:[\w-]+ ){0,3}(?:is|are|would be|to be) (?:a )?(?:lethal|fatal|deadly)\b",
+    r"\b(?:deadly|lethal|fatal) in (?:large|high|big) (?:amounts|doses|quantities)\b",
 )
 CRISIS_IMMINENT = _rx(
     r"\b(?:right now|tonight|in front of me|this is it|today is the day|tonight is the night|this weekend|"
@@ -450,6 +483,7 @@ CRISIS_WEIGHTS: dict[str, float] = {
     "reflexive_harm": 3.0,
     "hopelessness": 2.0,
     "hopelessness_more": 1.5,
+    "passive_ideation": 3.0,
     "ending": 3.0,
     "method_strong": 3.0,
     "method": 1.5,
@@ -466,6 +500,7 @@ _CRISIS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("intent", CRISIS_INTENT),
     ("reflexive_harm", CRISIS_REFLEXIVE),
     ("hopelessness", CRISIS_HOPELESS),
+    ("passive_ideation", CRISIS_PASSIVE),
     ("ending", CRISIS_ENDING),
     ("method_strong", CRISIS_METHOD_STRONG),
     ("method", CRISIS_METHOD),
@@ -479,7 +514,8 @@ _CRISIS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # Cues whose matched text is worth showing in ``matched`` (the rest are pronouns or negatives).
 _SHOWN = frozenset(
-    "advice_strong advice_weak own_relation narrative urgency amount intent reflexive_harm hopelessness ending "
+    "advice_strong advice_weak own_relation narrative urgency amount intent reflexive_harm hopelessness "
+    "passive_ideation ending "
     "method_strong method imminent".split()
 )
 
@@ -621,6 +657,8 @@ def _score(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainSco
         for name, _ in _ADVICE_NEGATIVE:
             if cues.get(name) is not None:
                 features[name] = weights[name]
+        if "third_party" in features and ("self_subject" in features or "self_object" in features):
+            del features["third_party"]  # "someone is using photos of me" is still the asker's situation
     matched += [hit for name in features if name in _SHOWN and (hit := cues.get(name))]
     z = (CRISIS_BIAS if crisis else ADVICE_BIAS) + sum(features.values())
     return DomainScore(domain.name, domain.route, _sigmoid(z), features, list(dict.fromkeys(matched)))

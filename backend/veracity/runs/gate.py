@@ -29,7 +29,7 @@ def check(report: Report, spec: Spec) -> list[Violation]:
     """What stops this report from being stored (empty when it may be written). Each problem names the claim
     it found, so a redraft can drop exactly that sentence."""
     problems: list[Violation] = []
-    texts = [(s.id, c.text) for s in report.sections for c in s.claims]
+    texts: list[tuple[str | None, str]] = [(s.id, c.text) for s in report.sections for c in s.claims]
     texts += [(None, note) for note in report.notes]
     if report.disclaimer:
         texts.append((None, report.disclaimer))
@@ -40,10 +40,10 @@ def check(report: Report, spec: Spec) -> list[Violation]:
                 problems.append(
                     _problem("placeholder", f"placeholder text matches {pattern.pattern!r}", section_id, text)
                 )
-        for pattern in forbidden:
-            if re.search(pattern, text):
+        for forbidden_pattern in forbidden:
+            if re.search(forbidden_pattern, text):
                 problems.append(
-                    _problem("forbidden_pattern", f"forbidden pattern {pattern!r} present", section_id, text)
+                    _problem("forbidden_pattern", f"forbidden pattern {forbidden_pattern!r} present", section_id, text)
                 )
     if report.outcome == "shipped":
         # Directives bound the written prose, not the evidence appendix.
