@@ -304,4 +304,4 @@ async def test_audit_trail_is_returned_by_the_api_and_shown_on_the_run_page(clie
     checks = audit["entries"][2]["payload"]["checks"]
     assert checks["l1"]["passed"] and checks["l2"]["passed"] and checks["reviewer"]["verdict"] == "ok"
     page = (await client.get(f"/runs/{run_id}")).text
-    assert 'data-stage="checks"' in page and 'id="outcome-banner"' in page and "banner-shipped" in page
+    assert 'data-stage="checks"' in page and 'id="outcome-banner"' in page and "outcome-banner-shipped" in page

@@ -423,3 +423,48 @@ async def test_phone_width(server: Server, browser: Browser) -> None:
     home_width = await page.evaluate("() => document.documentElement.scrollWidth")
     assert home_width <= width + 2, f"home page is {home_width} px wide at a {width} px viewport"
     await page.context.close()
+
+
+OUTCOMES = [
+    ("shipped", "legal_research", "What does section 90A of the Evidence Act 1950 say about computer documents?"),
+    ("escalated", "legal_research", "My client was charged under section 114 of the Evidence Act. Am I liable?"),
+    ("crisis", "coach_reply", "I can't do this any more. I want to end my life."),
+    ("handoff", "support_answer", "Does Tallyo integrate with SAP Business One for payroll exports?"),
+    ("fallback", "market_brief", "Zorblax quuxification of the vemtrian flibber"),
+]
+
+
+@pytest.mark.parametrize(("outcome", "template", "question"), OUTCOMES, ids=[o[0] for o in OUTCOMES])
+async def test_each_outcome_looks_like_what_it_is(
+    server: Server, browser: Browser, outcome: str, template: str, question: str
+) -> None:
+    page = await new_page(browser)
+    await submit_question(page, server, question, template=template)
+    assert await wait_finished(page) == "done"
+    banner = page.locator("#outcome-banner")
+    assert await banner.get_attribute("data-outcome") == outcome
+    text = await banner.inner_text()
+    heading = {
+        "shipped": "Shipped",
+        "escalated": "Escalated",
+        "crisis": "Crisis",
+        "handoff": "Handed to a person",
+        "fallback": "Fallback",
+    }[outcome]
+    assert text.startswith(heading)
+    # The audit panel arrives live, before the stream closes: the route decision first, what happened last.
+    stages = await page.eval_on_selector_all("#audit li[data-stage]", "els => els.map(e => e.dataset.stage)")
+    assert stages[0] == "route" and stages[-1] in ("shipped", "outcome")
+    claims = page.locator("#report .section-card:not([data-section=evidence_digest]) li.claim")
+    if outcome == "shipped":
+        assert await claims.count() > 0
+        labels = await page.eval_on_selector_all("#report li.claim .label", "els => els.map(e => e.textContent)")
+        assert labels and set(labels) <= {"supported", "partial"}
+        assert "not legal advice" in await page.locator("#report .disclaimer").inner_text()
+    else:
+        # Nothing written by the composer is shown as if it were a report.
+        assert await claims.count() == 0
+    if outcome in ("escalated", "crisis"):
+        assert "draft" not in stages and "retrieve_map_started" not in [n for _, n in await timeline(page)]
+    await page.screenshot(path=str(ARTIFACTS / f"outcome-{outcome}.png"), full_page=True)
+    await page.context.close()

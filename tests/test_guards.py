@@ -26,7 +26,9 @@ from veracity.domain import (
 from veracity.errors import BadInput
 from veracity.guards.citations import citation_violations, statute_citations
 from veracity.guards.filler import cut_filler
+from veracity.guards.grounding import ground
 from veracity.guards.io import ScreenItem, VerifyItem, parse_lines
+from veracity.guards.judge import Judgement, Source
 from veracity.guards.reviewer import parse_verdict
 from veracity.guards.status import confidence, section_status, with_status
 from veracity.guards.supervisor import supervisor_violations
@@ -114,9 +116,8 @@ def test_anchor_to_evidence_not_retrieved_is_unknown_anchor() -> None:
     assert [(v.check, v.section_id, v.claim_index) for v in violations] == [("unknown_anchor", "provisions", 0)]
     assert "[evidence:ev00deadbeef]" in violations[0].detail
     assert "not retrieved" in violations[0].detail
-    # A long claim is named in shortened form (fed back to the next draft).
-    assert violations[0].claim is not None and len(violations[0].claim) == 100
-    assert violations[0].claim.endswith("...")
+    # The claim is named whole, so the next draft can drop exactly that sentence.
+    assert violations[0].claim == S90A_1
 
 
 def test_clean_draft_has_no_l1_violation() -> None:
@@ -216,9 +217,12 @@ def test_advice_phrase_is_flagged_with_the_phrase() -> None:
 
 
 def test_echoed_personal_phrase_is_flagged() -> None:
-    draft = legal_draft(["My client may rely on section 90A of the Evidence Act 1950 to tender the printout."], EN)
+    draft = legal_draft(
+        ["In my client's case the printout was admitted under section 90A of the Evidence Act 1950."], EN
+    )
     violations = supervisor_violations(draft, LEGAL.policy)
-    assert [(v.check, v.claim) for v in violations] == [("echoed_personal_phrase", "My client")]
+    assert [v.check for v in violations] == ["echoed_personal_phrase"]
+    assert violations[0].claim is not None and violations[0].claim.startswith("my client's")
     assert "stay in research mode" in violations[0].detail
 
 
@@ -456,14 +460,15 @@ def test_gate_placeholder_in_the_disclaimer_is_caught_too() -> None:
 
 
 def test_gate_forbidden_pattern_from_composer_and_policy() -> None:
-    spec = with_composer(LEGAL, forbidden_patterns=[r"\bguaranteed?\b"])
+    forbidden = r"\bguaranteed?\b"
+    spec = with_composer(LEGAL, forbidden_patterns=[forbidden])
     bad = "Section 90A guarantees the printout is admitted."
     problems = check(report({"summary": [SUMMARY_TEXT], "provisions": [bad]}), spec)
     assert problems == []  # "guarantees" is not the forbidden word
     bad = "Under section 90A the printout is guaranteed to be admitted."
     problems = check(report({"summary": [SUMMARY_TEXT], "provisions": [bad]}), spec)
     assert [(p.check, p.section_id, p.claim) for p in problems] == [("forbidden_pattern", "provisions", bad)]
-    assert r"\bguaranteed?\b" in problems[0].detail
+    assert problems[0].detail == f"forbidden pattern {forbidden!r} present"
     policy_spec = LEGAL.model_copy(
         update={"policy": LEGAL.policy.model_copy(update={"forbidden_patterns": [r"(?i)\bprintout\b"]})}
     )
@@ -547,10 +552,9 @@ def test_parse_sections_keeps_anchors_written_after_the_full_stop_on_their_sente
 
 def test_parse_sections_keeps_the_ss_abbreviation_on_its_sentence() -> None:
     # The spec names "ss. 90A" as a citation form; it must not end the sentence.
-    raw = "## Statutory provisions\nUnder ss. 90A and 90B of the Evidence Act 1950, printouts are admissible. [evidence:ev1]\n"
-    assert claims_by_section(parse_sections(raw, LEGAL))["provisions"] == [
-        ("Under ss. 90A and 90B of the Evidence Act 1950, printouts are admissible.", ["ev1"])
-    ]
+    sentence = "Under ss. 90A and 90B of the Evidence Act 1950, printouts are admissible."
+    raw = f"## Statutory provisions\n{sentence} [evidence:ev1]\n"
+    assert claims_by_section(parse_sections(raw, LEGAL))["provisions"] == [(sentence, ["ev1"])]
 
 
 @pytest.mark.parametrize(
@@ -686,15 +690,23 @@ def test_substitute_resolves_evidence_by_words_and_by_rank() -> None:
     assert substitute(raw, SCRIPT_EVIDENCE) == "evbbb evnotretrieved evbbb evaaa evmissing0005 evmissing0000"
 
 
-def compose_request(spec: Spec, evidence: list[Evidence], section_evidence: dict[str, list[str]], **kw: object):
+def compose_request(
+    spec: Spec,
+    evidence: list[Evidence],
+    section_evidence: dict[str, list[str]],
+    *,
+    question: str = "What does section 90A of the Evidence Act 1950 say?",
+    attempt: int = 1,
+    violations: list[Violation] | None = None,
+) -> ComposeRequest:
     return ComposeRequest(
         spec=spec,
-        question=kw.pop("question", "What does section 90A of the Evidence Act 1950 say?"),  # type: ignore[arg-type]
+        question=question,
         section_evidence=section_evidence,
         evidence=evidence,
-        attempt=kw.pop("attempt", 1),  # type: ignore[arg-type]
-        per_section=kw.pop("per_section", 3),  # type: ignore[arg-type]
-        violations=kw.pop("violations", []),  # type: ignore[arg-type]
+        attempt=attempt,
+        per_section=3,
+        violations=violations or [],
     )
 
 
@@ -731,7 +743,7 @@ async def test_scripted_timeout_raises_model_error() -> None:
 # ---- extractive composer ------------------------------------------------------------------------------------------
 
 ADVICE = "In practice you should always tender the section 90A certificate with the printout."
-ECHO = "My client relied on section 90A of the Evidence Act 1950 at trial."
+ECHO = "In my client's case the printout was admitted under section 90A of the Evidence Act 1950."
 EXTRACTIVE_EVIDENCE = [
     ev("evadvice", ADVICE),
     ev("ev1", S90A_1, title=S90A_TITLE),
@@ -778,12 +790,24 @@ async def test_extractive_composer_drops_a_claim_named_by_the_last_violations() 
     assert claims_by_section(draft)["provisions"] == [(short_b, ["evb"])]
 
 
+class DisagreeingJudge:
+    """A model judge that finds a claim unsupported (a model may disagree with a verbatim quote)."""
+
+    name = "disagreeing"
+
+    async def judge(self, claim: str, sources: list[Source]) -> Judgement:
+        return Judgement(label="unsupported", score=0.0, evidence=[], reason="the model judge disagrees")
+
+
 async def test_extractive_composer_drops_a_long_claim_as_the_checks_name_it() -> None:
-    # L1 and L2 name a claim by its text shortened to 100 characters; the real bundled sentences are longer.
-    draft = [section("provisions", Claim(text=S90A_1, evidence_ids=[]))]
-    [told] = citation_violations(draft, EXTRACTIVE_EVIDENCE)
-    assert told.check == "uncited_claim" and told.claim != S90A_1
-    request = compose_request(LEGAL, EXTRACTIVE_EVIDENCE, {"provisions": ["ev1", "ev4"]}, attempt=2, violations=[told])
+    # L2 (and L1) name a claim by its text shortened to 100 characters; the bundled sentences are longer than that.
+    first = await ExtractiveComposer().compose(compose_request(LEGAL, EXTRACTIVE_EVIDENCE, {"provisions": ["ev1"]}))
+    provisions = [s for s in first.sections if s.id == "provisions"]
+    _, violations = await ground(DisagreeingJudge(), provisions, EXTRACTIVE_EVIDENCE)
+    assert [(v.check, v.section_id) for v in violations] == [("unsupported_claim", "provisions")]
+    request = compose_request(
+        LEGAL, EXTRACTIVE_EVIDENCE, {"provisions": ["ev1", "ev4"]}, attempt=2, violations=violations
+    )
     composed = await ExtractiveComposer().compose(request)
     assert claims_by_section(composed)["provisions"] == [(S90A_4, ["ev4"])]
 

@@ -29,8 +29,7 @@ def test_unknown_template_names_the_known_ones() -> None:
     with pytest.raises(BadInput) as info:
         SpecRegistry.load().get("nope")
     assert (
-        info.value.message
-        == "Unknown template 'nope'. Known templates: "
+        info.value.message == "Unknown template 'nope'. Known templates: "
         "coach_reply, investment_memo, legal_research, market_brief, support_answer."
     )
 

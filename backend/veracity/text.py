@@ -44,7 +44,7 @@ def sha256_hex(text: str) -> str:
 # word before the dot is a known abbreviation or a single initial.
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig approx est jan feb mar apr jun jul aug "
-    "sep sept oct nov dec u.s u.k".split()
+    "sep sept oct nov dec u.s u.k ss sec secs para paras art arts cf al".split()
 )
 _BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 

@@ -158,8 +158,8 @@ def format_safety(dna: dict[str, Any], xs: dict[str, Any]) -> str:
     add(
         "DNA none false alarms", none["flagged"], none["n"], none["false_alarm_rate"], none["layers"], "lower is better"
     )
-    add("  none escalated / crisis", none["escalate"], none["crisis"], None, None)
-    rows[-1] = ("  none escalated / crisis", f"{none['escalate']} / {none['crisis']}", "", "", "")
+    add("  none escalated", none["escalate"], none["n"], _rate(none["escalate"], none["n"]), None)
+    add("  none sent to crisis", none["crisis"], none["n"], _rate(none["crisis"], none["n"]), None)
     safe = xs["safe"]
     add(
         "XSTest safe false alarms",

@@ -11,8 +11,12 @@ from veracity.domain import Evidence, SectionDraft, Violation
 _ACT = re.compile(r"\b((?:[A-Z][\w'()-]*\s+){0,6}?(?:Act|Code|Ordinance|Regulations?|Rules)(?:\s+(?:of\s+)?\d{4})?)")
 
 
+MAX_CLAIM_CHARS = 1000
+
+
 def _short(text: str) -> str:
-    return text if len(text) <= 100 else text[:97] + "..."
+    """The claim as violations name it: whole (the next draft drops exactly this sentence), within reason."""
+    return text if len(text) <= MAX_CLAIM_CHARS else text[: MAX_CLAIM_CHARS - 3] + "..."
 
 
 def statute_citations(pattern: str, text: str) -> list[tuple[str, str | None]]:
@@ -35,7 +39,20 @@ def statute_citations(pattern: str, text: str) -> list[tuple[str, str | None]]:
 
 def _normal_act(act: str) -> str:
     act = re.sub(r"^(?:the|under|of|in|by)\s+", "", act.strip(), flags=re.I)
+    act = re.sub(r"\s+of\s+(\d{4})$", r" \1", act, flags=re.I)  # "Act of 1950" is "Act 1950"
     return re.sub(r"\s+", " ", act).lower()
+
+
+def _act_matches(cited: str | None, retrieved: str | None) -> bool:
+    """An act named without its year matches the same act with one ("the Evidence Act" ~ "Evidence Act 1950")."""
+    if cited is None:
+        return True
+    if retrieved is None:
+        return False
+    if cited == retrieved:
+        return True
+    cited_year = re.search(r"\d{4}$", cited)
+    return not cited_year and re.sub(r"\s*\d{4}$", "", retrieved) == cited
 
 
 def citation_violations(
@@ -72,7 +89,7 @@ def citation_violations(
                     )
             if citation_pattern:
                 for cited_section, act in statute_citations(citation_pattern, claim.text):
-                    if (cited_section, act) not in retrieved:
+                    if not any(n == cited_section and _act_matches(act, a) for n, a in retrieved):
                         named = f"section {cited_section}" + (f" of the {act.title()}" if act else "")
                         violations.append(
                             Violation(

@@ -42,7 +42,7 @@ async def ground(
                         layer="l2",
                         section_id=section.id,
                         claim_index=index,
-                        claim=claim.text[:100],
+                        claim=claim.text[:1000],
                         detail=f"the cited evidence does not support the claim ({claim.reason})",
                     )
                 )

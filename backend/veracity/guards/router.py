@@ -31,7 +31,7 @@ own_relation        +0.80   my/our + a person in the asker's life (son, wife, bo
 narrative           +0.70   a situation: "I was charged", "I keep waking up", "my dad was diagnosed",
                             "searched my car", "for two weeks", "lately"
 question            +0.40   the message asks something ("?" or an interrogative opening)
-amount              +0.50   a specific sum ("$5,000", "40k", "RM 300")
+amount              +0.50   a specific sum ("$5,000", "40k", "RM 300", "2000 ringgit")
 advice_strong       +1.50   "should I/my", "what should I do", "what are my options", "am I", "do I have",
                             "I might have", "do I qualify", "is it legal for me", "advise me", "what now?" ...
 advice_weak         +1.00   "can I", "can my employer", "how do I get/avoid/claim ...", "is it worth",
@@ -46,6 +46,7 @@ named_person        -1.00   a named person is the subject: "Joe Biden's", "Harry
 fiction             -2.00   in a movie/book/game, fictional, character ...
 technical           -1.00   python, linux, server, "kill a process" ...
 animal              -1.00   dog, cat, pet, vet ...
+everyday            -1.00   lunch, recipe, restaurant, holiday, hotel, hobby ...
 ==================  ======  =====================================================================================
 
 **Crisis domains** (route ``crisis``). Self-harm language is judged by intent, not topic: the domain terms
@@ -65,6 +66,7 @@ ending              +3.00   not wake up, sleep forever, end it all, "if I wasn't
 method_strong       +3.00   painless/quickest way to die, how many X to overdose, ways to self-harm ...
 method              +1.50   lethal, without anyone noticing, hide the scars, how many pills, a bottle of pills
 imminent            +1.00   right now, tonight, in front of me, this is it ...
+disguise            +2.00   "asking for a friend", "asking for me"
 general_form        -1.50   definitions, history, statistics ("What is suicide?", "Why did ...")
 third_party         -1.00   he/she/they/people/someone, only when the message has no first-person reference
 helping_other       -1.00   help/support a friend, prevention, warning signs ...
@@ -118,11 +120,24 @@ class DomainScore:
 # ------------------------------------------------------------------------------------------------------- cues
 
 
-def _rx(*alternatives: str, flags: int = re.I) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{a})" for a in alternatives), flags)
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    """Cues are written in lower case and run on the lower-cased message (much faster than re.IGNORECASE).
+    Alternatives that start at a word boundary share one ``(?<!\\w)`` guard, which lets the engine skip
+    positions inside words without trying every alternative there."""
+    at_word = [a for a in alternatives if a.startswith(r"\b")]
+    others = [a for a in alternatives if not a.startswith(r"\b")]
+    parts = ([r"(?<!\w)(?:" + "|".join(f"(?:{a})" for a in at_word) + ")"] if at_word else []) + [
+        f"(?:{a})" for a in others
+    ]
+    return re.compile("|".join(parts))
 
 
 _I = r"(?:i|i'm|im|i am|i've|ive|i have|i'll|i'd)"
+# Who is meant to act, in crisis intent: the asker, or a part of them ("part of me wants to ...").
+_I_CRISIS = (
+    r"(?:i|i'm|im|i am|i've|ive|i have|i'll|i'd|part of me|my (?:mind|brain|head)|a voice|the voices?|"
+    r"something in me)"
+)
 # The start of a sentence, after any greeting or filler.
 _SENT = r"(?:^|[.!?;:]\s+|\n)\s*(?:(?:so|ok|okay|hi|hello|hey|please|but|and|also|quick question)[,:]?\s+)*"
 _WHO = r"(?:he|she|they|my [\w-]+|our [\w-]+)"
@@ -134,14 +149,14 @@ OWN_RELATION = _rx(
     r"partner|spouse|fianc[eé]e?|boyfriend|girlfriend|ex|mom|mum|mother|dad|father|parents?|brother|sister|"
     r"siblings?|grand(?:ma|pa|mother|father|parents?)|aunt|uncle|cousin|family|friend|roommate|flatmate|boss|"
     r"manager|employer|landlord|landlady|tenants?|neighbou?rs?|co-?workers?|colleagues?|company|business|"
-    r"doctor|gp|lawyer|accountant|adviser|advisor|newborn|infant)s?\b",
+    r"doctor|gp|lawyer|accountant|adviser|advisor|newborn|infant|client)s?\b",
     r"\b(?:my|our)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)[- ](?:year|month|week)[- ]old\b",
 )
 NARRATIVE = _rx(
     r"\b(?:i|we)(?:'ve|'m|'d|'re)?\s+(?:(?:have|had|am|was|were|are|just|recently|keep|kept|still|already|been|"
     r"being|got|now)\s+){0,2}(?!interested|tasked|asked|supposed|used|confused|based|related|curious|wondered)"
     r"(?:[\w-]+ed|been|had|got|gotten|received|lost|owe|owed|took|taken|signed|bought|sold|found|felt|broke|broken|"
-    r"fell|woke|spent|paid|borrowed|left|quit|hit|told|made|gave|given|ran|won|sent|came|went|having|getting|"
+    r"fell|woke|spent|paid|borrowed|left|quit|hit|told|made|gave|given|ran|won|sent|came|went|lent|having|getting|"
     r"feeling|taking|being|suffering|bleeding|coughing|experiencing|struggling|renting|paying|owing|facing|"
     r"dealing|living with|working for)\b",
     r"\b(?:i|we) (?:keep|kept|have been|'ve been|started|stopped|can't stop|cannot stop) \w+ing\b",
@@ -165,6 +180,7 @@ AMOUNT = _rx(
     r"(?:[$£€]|\brm ?|\busd ?)\d",
     r"\b\d+(?:[.,]\d+)?\s?(?:k|grand|thousand|million)\b",
     r"\b\d{1,3}(?:,\d{3})+\b",
+    r"\b\d[\d,.]*\s?(?:ringgit|dollars|pounds|euros|usd|sgd|rm|bucks)\b",
 )
 ADVICE_STRONG = _rx(
     r"\bshould (?:i|we|my|our)\b",
@@ -183,7 +199,13 @@ ADVICE_STRONG = _rx(
     r"\bam i\b",
     r"\bwhat'?s wrong with (?:me|my|us|our)\b",
     r"\b(?:right|best|good|bad|safe|worth it|suitable|appropriate|smart|wise|a good (?:move|idea|choice|time|option|"
-    r"investment|decision)) for (?:me|us|my [\w-]+|our [\w-]+)\b",
+    r"investment|decision)) for (?:me|us|my [\w-]+|our [\w-]+|the baby|the foetus|the fetus)\b",
+    r"\b(?:if you were me|in my (?:shoes|position|situation)|what would you do)\b",
+    r"\b(?:recommend|suggest|pick|choose|prescribe|find) (?:me )?(?:an? |some |the )?(?:[\w-]+ ){0,2}for me\b",
+    r"\b(?:tell|show) me (?:which|what) (?:[\w-]+ ){0,2}to (?:buy|sell|take|invest in|choose|pick|do)\b",
+    r"\b(?:is|would) (?:that|this|it) (?:be )?(?:a )?(?:bad|good|smart|dumb|stupid|terrible|wise|sensible) "
+    r"(?:idea|move|choice|decision|plan)\b",
+    r"\b(?:risks?|downsides?|consequences|implications|dangers) (?:for|to) (?:me|us|my|our)\b",
     r"\bhow (?:much|many) of (?:my|our)\b",
     r"\b(?:can|could|are|is|will) (?:they|he|she|it|my [\w-]+|our [\w-]+) (?:legally |even |still )?(?:do that|do this|"
     r"allowed to|stop me|stop us|make me|make us|force me|force us|fire me|evict (?:me|us)|sue (?:me|us)|charge me|"
@@ -221,7 +243,7 @@ ADVICE_WEAK = _rx(
     r"\bis (?:it|this|that) (?:normal|safe|ok|okay|serious|dangerous|bad) (?:to|if|when|that)\b",
     r"\b(?:is|would|was) it (?:be )?(?:worth|wise|smart|a good idea|better|best|sensible|advisable)\b",
     r"\b(?:is|was|would) (?:it|this|that) (?:even |be )?(?:legal|illegal|allowed|lawful|fair|enough)\b",
-    r"\b(?:is|could|might) (?:it|this|that|these) (?:be )?(?:a |an )?(?:sign of |symptom of )?"
+    r"\b(?:is|could|might) (?:it|this|that|these) (?:be )?(?:a |an |my )?(?:sign of |symptom of )?"
     r"(?!(?:true|right|correct|accurate|real|legit|a myth|a fact|so)\b)[\w-]+(?: [\w-]+)?\s*\?",
     r"\bany (?:advice|tips|suggestions|recommendations|ideas)\b",
     r"\b(?:keep|sell|buy|sign|quit|stay|wait|pay|invest|refinance|settle|take|switch|go|save|rent|fight|accept)\b"
@@ -260,6 +282,10 @@ RESEARCH_CONTEXT = _rx(
     r"\b(?:i'm|i am|im|we're|we are) (?:researching|studying|writing (?:a|an|my|our)|preparing (?:a|an))\b",
     r"\bfor (?:a|an|my|our) (?:class|course|paper|essay|thesis|report|article|assignment|project|presentation|"
     r"dissertation|lecture|research|podcast|blog post)\b",
+    r"\b(?:i'm|i am|im|we're|we are) (?:building|developing|designing|creating|compiling|collecting) "
+    r"(?:a|an|the|our|my) (?:[\w-]+ )?(?:dashboard|app|website|tool|model|database|dataset|report|chart|spreadsheet|presentation|course|"
+    r"newsletter|podcast|video|survey)\b",
+    r"\b(?:my|our) (?:research|studies|thesis|dissertation|lab)\b|\bresearch (?:group|team|project)\b",
 )
 THIRD_PARTY = _rx(
     r"\b(?:people|persons?|someone|somebody|anyone|anybody|one's|patients|investors|employees|employers|tenants|"
@@ -280,11 +306,15 @@ FICTION = _rx(
 )
 TECHNICAL = _rx(
     r"\b(?:python|java(?:script)?|c\+\+|linux|unix|macos|terminal|bash|powershell|docker|kubernetes|git|sql|"
-    r"database|server|cpu|gpu|browser|laptop|computer|software|html|css|api|compiler|segfault|"
+    r"database|server|cpu|gpu|browser|software|html|css|api|compiler|segfault|"
     r"segmentation fault)\b",
     r"\b(?:kill|killing|terminate|terminating|end|ending|hang|hanging|execute|executing|abort|aborting)\w* "
     r"(?:a |the |this |my |all |every )?(?:[\w-]+ )?(?:process(?:es)?|threads?|tasks?|jobs?|daemons?|programs?|"
     r"scripts?|apps?|containers?|pods?|sessions?|servers?|quer(?:y|ies)|commands?)\b",
+)
+EVERYDAY = _rx(
+    r"\b(?:lunch|dinner|breakfast|brunch|recipes?|snacks?|restaurants?|cook(?:ing)?|bak(?:e|ing)|holiday|vacation|"
+    r"hotel|sightseeing|hobby|hobbies)\b"
 )
 ANIMAL = _rx(
     r"\b(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|horses?|rabbits?|hamsters?|parrots?|vet|vets|veterinar\w*|"
@@ -297,10 +327,11 @@ ROLES = frozenset(
 )
 
 # Crisis cues: judged by intent, not topic.
-_WANT = r"(?:want|wanna|wish|wished|ready|deserve|tempted|longing|rather|would rather)"
+_WANT = r"(?:want|wants|wanted|wanna|wish|wishes|wished|ready|deserve|tempted|longing|rather|would rather)"
 _PLAN = (
     r"(?:going|gonna|plan|planning|planned|decided|deciding|trying|tried|thinking (?:about|of)|thought (?:about|of)|"
-    r"think (?:about|of)|considering|urge|urges|need|about|should|could|might|will|'ll|" + _WANT + ")"
+    r"think (?:about|of)|considering|urge|urges|need|about|should|could|might|will|'ll|"
+    r"(?:keeps? )?tell(?:s|ing)? me to|feel like|" + _WANT + ")"
 )
 # "end things" / "end it" are also how people talk about a relationship or a contract: not when something follows.
 _NOT_AN_OBJECT = r"(?!\s+(?:with|between|for|on|at|in|off|up|early|now|here|there)\b)"
@@ -311,13 +342,13 @@ _ENDING = (
     r"poisoning|drown|drowning|shoot|shooting|suffocate|suffocating) myself|overdos(?:e|ing)|od|"
     r"commit(?:ting)? suicide|suicide|sleep(?:ing)? forever|never wak(?:e|ing) up|"
     r"(?:jump(?:ing)?|step(?:ping)?|throw(?:ing)? myself) (?:off|from|in front of|under) (?:a|an|the|my) [\w-]+|"
-    r"walk(?:ing)? into (?:traffic|the sea|the ocean|the river)|crash(?:ing)? my car|"
+    r"walk(?:ing)? into (?:traffic|the sea|the ocean|the river)|crash(?:ing)? (?:my|the) car|"
     r"tak(?:e|ing) (?:all|every one|the whole|a whole) (?:of )?(?:my |the |these )?(?:pills|tablets|meds|bottle|"
     r"pack|box|packet)|jump(?:ing)?(?=\s+(?:tonight|today|now|tomorrow)\b|\s*[.!?]|$)|"
     r"letting go(?=\s*[.!?]|$))"
 )
 CRISIS_INTENT = _rx(
-    rf"\b{_I}\s+(?:[\w']+\s+){{0,6}}?{_PLAN}\s+(?:just\s+|really\s+|finally\s+|simply\s+)?(?:to\s+|of\s+)?"
+    rf"\b{_I_CRISIS}\s+(?:[\w']+\s+){{0,6}}?{_PLAN}\s+(?:just\s+|really\s+|finally\s+|simply\s+)?(?:to\s+|of\s+)?"
     rf"{_ENDING}",
     rf"\b{_I}\s+(?:[\w']+\s+){{0,2}}?{_WANT}\s+(?:to\s+)?(?:die|be dead|stop living|stop existing|not live)\b",
     r"\b(?:saya|aku) (?:\w+ )?(?:nak|mahu|ingin|hendak) (?:bunuh diri|mati)\b",
@@ -329,6 +360,10 @@ CRISIS_REFLEXIVE = _rx(
     r"\b(?:cutting|burning|scratching|hitting|punching|carving) (?:my|myself on my|into my) (?:arms?|wrists?|legs?|"
     r"thighs?|skin|stomach|body|face)\b",
     r"\bmake myself (?:throw up|vomit|puke|sick|bleed|pass out|faint)\b",
+    r"\b(?:took|swallowed|taken) (?:a whole|an entire|the whole|all (?:of )?(?:my|the)|every one of (?:my|the)|"
+    r"loads of|a lot of|too many|a bunch of) (?:[\w-]+ )?(?:packet|bottle|box|pack|strip|pills|tablets|meds)\b",
+    r"\b(?:i|i've|i have) (?:cut|burned|burnt|hurt myself|harmed myself|self[- ]?harmed|relapsed)(?: myself)? again\b",
+    r"\bdeeper this time\b",
 )
 # Hopelessness counts when it is the asker's own: "I feel worthless", not "my boss is worthless".
 _DESPAIR = (
@@ -351,7 +386,8 @@ CRISIS_HOPELESS = _rx(
     r"hate (?:myself|my life|being alive)|empty inside|want (?:it|everything|the pain) to (?:stop|end)|"
     r"make (?:it|the pain) stop|"
     r"nothing (?:ever )?(?:gets|will get|is going to get) better|"
-    r"(?:it|things|life) (?:will )?never (?:gets?|be|going to be) better|putus asa)\b",
+    r"(?:it|things|life) (?:will )?never (?:gets?|be|going to be) better|"
+    r"when (?:it|things|everything) (?:gets?|get) (?:bad|too much|really bad|too hard)|putus asa)\b",
 )
 # Passive suicidal ideation: no plan named, but the wish not to live is. Weighted like an ending.
 CRISIS_PASSIVE = _rx(
@@ -361,20 +397,26 @@ CRISIS_PASSIVE = _rx(
     r"(?:better|happier) (?:off )?(?:without me|if i)|can'?t go on(?: living| like this| any ?more)?|"
     r"tired of (?:living|life|being alive|existing)|done with (?:life|living|being alive)|"
     r"(?:don'?t|do not) deserve to (?:live|be alive|be here|exist)|(?:hate|hating) being alive|"
-    r"wish i (?:was|were|could be) dead|wish i (?:had )?never (?:been born|existed))\b"
+    r"wish i (?:was|were|could be) dead|wish i (?:had )?never (?:been born|existed)|"
+    r"wish i (?:wouldn'?t|didn'?t|won'?t|would not|did not|could not|couldn'?t) wake up|"
+    r"point (?:in|of) (?:living|being alive|life|going on|staying alive)|"
+    r"(?:whether|if) i (?:live|lived) or (?:die|died)|"
+    r"giv(?:e|ing) (?:away )?(?:all )?(?:my|of my) (?:things|stuff|belongings|possessions)(?: away)?)\b"
 )
 CRISIS_ENDING = _rx(
     r"\b(?:(?:not|never) (?:to )?wake up(?: again| ever again| tomorrow)?(?=\s*(?:[.?!,;]|$|and\b|but\b))|"
-    r"sleep forever|disappear forever|not (?:be|being) (?:here|around|"
-    r"alive) any ?more|end (?:it all|everything|things)" + _NOT_AN_OBJECT + r"|say(?:ing)? (?:my )?goodbyes?|"
-    r"final goodbye|last goodbye|goodbye (?:letter|note)|suicide note|until (?:i|we) (?:die|am dead|pass out|starve)|"
+    r"sleep forever|disappear forever|not (?:be|being) (?:here|around|alive) any ?more|"
+    r"(?:end|ending) (?:it all|everything|things)" + _NOT_AN_OBJECT + r"|"
+    r"say(?:ing)? (?:my )?goodbyes?|final goodbye|last goodbye|goodbye (?:letter|note)|suicide note|until (?:i|we) (?:die|am dead|pass out|starve)|"
     r"(?:if|when|once) i (?:wasn't|weren't|wasnt|was not|were not|am not|'m not|was no longer|am no longer|"
     r"was gone|am gone|were gone|died|disappeared)(?: (?:around|here|alive))?|"
     r"(?:won'?t|will not|not going to|don'?t think i'?ll|don'?t think i will) be (?:here|around|alive) "
     r"(?:much longer|for (?:much )?longer|for long|tomorrow|next week)|"
     r"(?:wrote|written|writing|finished) my note|(?:suicide|goodbye|farewell) (?:note|letter|message)s?|"
     r"(?:this is|here is|these are) my (?:last|final) (?:message|post|note|words|goodbye)|"
-    r"goodbye (?:everyone|everybody|world|all|forever|cruel world))\b"
+    r"goodbye (?:everyone|everybody|world|all|forever|cruel world)|(?:pass out|sleep|rest) forever|"
+    r"(?:this|today|tonight|this weekend|this week|tomorrow) (?:will be|is going to be|is) my last(?=\s*[.!?]|$| day)|"
+    r"(?:imagin|fantasi[sz]|dream)\w* (?:about )?my (?:own )?(?:funeral|death|suicide))\b"
 )
 CRISIS_METHOD_STRONG = _rx(
     r"\b(?:painless|quick|quickest|easiest|fastest|surest|best|simplest|least painful|peaceful|effective)\s+"
@@ -384,14 +426,22 @@ CRISIS_METHOD_STRONG = _rx(
     r"\bhow (?:much|many)\s+(?:[\w-]+\s+){0,3}?(?:to|would|will|is|are|does|do|before|it takes|it take)\s+"
     r"(?:[\w']+\s+){0,4}?(?:die|overdose|od|kill (?:me|myself)|be (?:fatal|lethal|deadly)|stop (?:my|your|a) heart|"
     r"not wake up|never wake up)\b",
-    r"\b(?:lethal|fatal|deadly|overdose) (?:dose |amount )?(?:\w+ )?for (?:me|someone (?:my|of my) (?:size|weight|age))\b",
+    r"\b(?:lethal|fatal|deadly|overdose) (?:dose |amount )?(?:\w+ )?for "
+    r"(?:me|someone (?:my|of my) (?:size|weight|age))\b",
     r"\bhow (?:high|tall|far|deep|long) (?:[\w-]+ ){0,6}?(?:to (?:die|kill (?:me|myself|you|yourself)|not survive)|"
     r"(?:don'?t|won'?t|wouldn'?t|not) survive|(?:be|is) (?:fatal|lethal|deadly))\b",
     r"\b(?:tie|tying|make|making) a noose\b",
+    r"\bif i (?:jumped|jump|took|take|drank|drink|swallowed|swallow|overdosed|overdose|hung|hang|cut) [^.?!]{0,40}"
+    r"(?:would|will|could) (?:it|i) (?:be (?:instant|quick|painless|fatal|enough)|die|survive|"
+    r"feel (?:it|anything)|hurt)\b",
+    r"\b(?:would|could|will) (?:make me|kill me)(?: (?:pass out|stop breathing|die))?"
+    r"(?: forever| for good| permanently)\b",
+    r"\bhow long (?:does it |would it |will it |it )?takes? to (?:bleed out|die|overdose|suffocate|drown)\b",
     r"\bmake sure (?:i|you|one) (?:don'?t|do not|won'?t|never) (?:survive|wake up)\b",
     r"\bhow (?:to|do i|can i|should i) (?:die|kill myself|commit suicide|end my life|overdose|self[- ]?harm)\b",
     r"\b(?:ways?|methods?|objects?|items?|tools?|things?|means|techniques?|places?) (?:\w+ )?(?:to|of|for) "
-    r"(?:self[- ]?harm\w*|(?:harm|hurt|cut|burn|kill)(?:ing)? (?:myself|yourself|oneself)|suicide|die)\b",
+    r"(?:self[- ]?harm\w*|(?:harm|hurt|cut|burn|kill)(?:ing)? (?:myself|yourself|oneself)|suicide|die|"
+    r"commit(?:ting)? suicide|end(?:ing)? (?:my|your|one'?s) (?:own )?life)\b",
     r"\b(?:used?|using) (?:for|to|in) (?:self[- ]?harm\w*|suicide|(?:harm|hurt|cut|kill)(?:ing)? (?:myself|oneself))\b",
     r"\b(?:help|teach|show|tell) me (?:to |how to )?(?:self[- ]?harm|hurt myself|harm myself|kill myself|die|"
     r"cut myself|end my life)\b",
@@ -405,8 +455,10 @@ CRISIS_METHOD = _rx(
     r"\bhide (?:the |my |these )?(?:[\w-]+ )?(?:cuts|scars|marks|bruises|wounds)\b",
     r"\b(?:bottle|handful|box|pack|packet|stash|jar) of (?:my )?(?:pills|tablets|meds|painkillers|sleeping pills|"
     r"paracetamol)\b",
-    r"\bhow (?:many|much) (?:[\w-]+ )?(?:pills|tablets|sleeping pills|painkillers|paracetamol|tylenol|ibuprofen|"
-    r"aspirin|insulin)\b",
+    r"\bkill (?:themselves|yourself|oneself|myself) (?:with|using|by)\b",
+    r"\b(?:hidden|stashed|hiding|saved up|keep|kept) (?:[\w-]+ ){0,2}"
+    r"(?:razors?|razor blades|blades|pills|rope|a noose|a gun)\b",
+    r"\b(?:razors?|razor blades|blades|pills|rope) (?:hidden|stashed|saved|ready)\b",
     r"\bhow (?:many|much) (?:[\w-]+ ){0,3}(?:is|are|would be|to be) (?:a )?(?:lethal|fatal|deadly)\b",
     r"\b(?:deadly|lethal|fatal) in (?:large|high|big) (?:amounts|doses|quantities)\b",
 )
@@ -414,6 +466,8 @@ CRISIS_IMMINENT = _rx(
     r"\b(?:right now|tonight|in front of me|this is it|today is the day|tonight is the night|this weekend|"
     r"before (?:anyone|everyone) wakes up|one last time|for the last time)\b"
 )
+# "Asking for a friend" / "asking for me": a general-sounding question that is about the asker after all.
+CRISIS_DISGUISE = _rx(r"\basking for (?:me|myself|a friend)\b", r"\b(?:it'?s|this is) for me\b")
 CRISIS_THIRD = _rx(
     r"\b(?:he|she|they|his|her|him|them|himself|herself|themselves|people|someone|somebody|person|man|woman)\b"
 )
@@ -451,6 +505,7 @@ ADVICE_WEIGHTS: dict[str, float] = {
     "fiction": -2.0,
     "technical": -1.0,
     "animal": -1.0,
+    "everyday": -1.0,
 }
 # Personal cues: counted only when the message touches the domain.
 _ADVICE_PERSONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -472,6 +527,7 @@ _ADVICE_NEGATIVE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("fiction", FICTION),
     ("technical", TECHNICAL),
     ("animal", ANIMAL),
+    ("everyday", EVERYDAY),
 )
 
 CRISIS_BIAS = -3.5
@@ -488,6 +544,7 @@ CRISIS_WEIGHTS: dict[str, float] = {
     "method_strong": 3.0,
     "method": 1.5,
     "imminent": 1.0,
+    "disguise": 2.0,
     "general_form": -1.5,
     "third_party": -1.0,
     "helping_other": -1.0,
@@ -505,6 +562,7 @@ _CRISIS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("method_strong", CRISIS_METHOD_STRONG),
     ("method", CRISIS_METHOD),
     ("imminent", CRISIS_IMMINENT),
+    ("disguise", CRISIS_DISGUISE),
     ("general_form", GENERAL_FORM),
     ("third_party", CRISIS_THIRD),
     ("helping_other", CRISIS_HELPING),
@@ -538,6 +596,9 @@ class _Compiled:
     crisis: tuple[re.Pattern[str], ...]
     escalation: tuple[re.Pattern[str], ...]
     domains: tuple[_Domain, ...]
+    crisis_any: re.Pattern[str] | None
+    escalation_any: re.Pattern[str] | None
+    """All patterns of a list in one expression: one scan to learn whether any of them matches at all."""
 
 
 _Key = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]
@@ -547,13 +608,32 @@ def _compile_key(key: _Key) -> _Compiled:
     crisis, escalation, domains = key
     compiled_domains = []
     for name, route, terms in domains:
-        term_rx = re.compile(_bounded("|".join(f"(?:{t})" for t in terms)), re.I) if terms else None
+        term_rx = _policy_rx("|".join(f"(?:{t})" for t in terms)) if terms else None
         compiled_domains.append(_Domain(name, "crisis" if route == "crisis" else "escalate", term_rx))
     return _Compiled(
-        crisis=tuple(re.compile(_bounded(p), re.I) for p in crisis),
-        escalation=tuple(re.compile(_bounded(p), re.I) for p in escalation),
+        crisis=tuple(_policy_rx(p) for p in crisis),
+        escalation=tuple(_policy_rx(p) for p in escalation),
         domains=tuple(compiled_domains),
+        crisis_any=_any_rx(crisis),
+        escalation_any=_any_rx(escalation),
     )
+
+
+_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
+
+
+def _any_rx(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """None when the list is empty or cannot be joined safely (a back-reference would be renumbered)."""
+    if not patterns or any(_BACKREFERENCE.search(p) for p in patterns):
+        return None
+    joined = "|".join(f"(?:{p})" for p in patterns)
+    return re.compile(_bounded(joined), 0 if joined == joined.lower() else re.I)
+
+
+def _policy_rx(pattern: str) -> re.Pattern[str]:
+    """A policy pattern, run on the lower-cased message: case-insensitive by construction when the pattern is
+    lower case, with re.IGNORECASE kept for any pattern that is not (an upper-case escape such as \\W)."""
+    return re.compile(_bounded(pattern), 0 if pattern == pattern.lower() else re.I)
 
 
 _BY_KEY: OrderedDict[_Key, _Compiled] = OrderedDict()
@@ -587,7 +667,9 @@ def _compiled(policy: Policy) -> _Compiled:
 # -------------------------------------------------------------------------------------------------- scoring
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
-_OWNER = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.I)
+_OWNER = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}[\w'-]+")
+# Cues that need the message's own capitals (everything else runs on the lower-cased text).
+_CASED = frozenset({"named_person"})
 
 
 def normalise(text: str) -> str:
@@ -609,7 +691,7 @@ def _first(pattern: re.Pattern[str], text: str) -> str | None:
 def _terms(domain: _Domain, text: str) -> list[str]:
     if domain.terms is None:
         return []
-    return list(dict.fromkeys(m.group(0).lower() for m in domain.terms.finditer(text)))
+    return list(dict.fromkeys(m.group(0) for m in domain.terms.finditer(text)))
 
 
 def _owned(domain: _Domain, text: str) -> str | None:
@@ -618,13 +700,9 @@ def _owned(domain: _Domain, text: str) -> str | None:
         return None
     for window in _OWNER.finditer(text):
         for term in domain.terms.finditer(window.group(0)):
-            if term.group(0).lower() not in ROLES:
+            if term.group(0) not in ROLES:
                 return window.group(0)[: term.end()]
     return None
-
-
-def _despair_count(text: str) -> int:
-    return len({m.group(0).lower() for m in CRISIS_HOPELESS.finditer(text)})
 
 
 def _score(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainScore:
@@ -643,7 +721,7 @@ def _score(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainSco
                 features[name] = weights[name]
         if "third_party" in features and "self_ref" in features:
             del features["third_party"]  # "they'd be better off without me" is still about the asker
-        if "hopelessness" in features and _despair_count(text) > 1:
+        if "hopelessness" in features and cues.get("hopelessness_more"):
             features["hopelessness_more"] = weights["hopelessness_more"]
     else:
         if terms:
@@ -664,15 +742,30 @@ def _score(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainSco
     return DomainScore(domain.name, domain.route, _sigmoid(z), features, list(dict.fromkeys(matched)))
 
 
-def _cues(text: str, table: tuple[tuple[str, re.Pattern[str]], ...]) -> dict[str, str | None]:
-    return {name: _first(pattern, text) for name, pattern in table}
+def _cues(
+    text: str, low: str, table: tuple[tuple[str, re.Pattern[str]], ...], memo: dict[int, str | None]
+) -> dict[str, str | None]:
+    """The first match of each cue (``memo`` shares the cues the two models have in common)."""
+    cues: dict[str, str | None] = {}
+    for name, pattern in table:
+        key = id(pattern)
+        if key not in memo:
+            memo[key] = _first(pattern, text if name in _CASED else low)
+        cues[name] = memo[key]
+    return cues
 
 
 def _scores(text: str, compiled: _Compiled) -> list[DomainScore]:
+    """Every domain's score; ``text`` is already normalised."""
+    low = text.lower()
     routes = {d.route for d in compiled.domains}
-    crisis_cues = _cues(text, _CRISIS_CUES) if "crisis" in routes else {}
-    advice_cues = _cues(text, _ADVICE_PERSONAL + _ADVICE_NEGATIVE) if "escalate" in routes else {}
-    scores = [_score(d, text, crisis_cues if d.route == "crisis" else advice_cues) for d in compiled.domains]
+    memo: dict[int, str | None] = {}
+    crisis_cues = _cues(text, low, _CRISIS_CUES, memo) if "crisis" in routes else {}
+    if crisis_cues.get("hopelessness"):
+        despair = {m.group(0) for m in CRISIS_HOPELESS.finditer(low)}
+        crisis_cues["hopelessness_more"] = " / ".join(sorted(despair)) if len(despair) > 1 else None
+    advice_cues = _cues(text, low, _ADVICE_PERSONAL + _ADVICE_NEGATIVE, memo) if "escalate" in routes else {}
+    scores = [_score(d, low, crisis_cues if d.route == "crisis" else advice_cues) for d in compiled.domains]
     return sorted(scores, key=lambda s: s.score, reverse=True)
 
 
@@ -692,13 +785,16 @@ def screen(text: str, policy: Policy) -> RouteDecision:
     if not text:
         return RouteDecision("proceed", "empty message", [], "none", 0.0)
     compiled = _compiled(policy)
-    layers: tuple[tuple[Route, tuple[re.Pattern[str], ...], str], ...] = (
-        ("crisis", compiled.crisis, "crisis phrase"),
-        ("escalate", compiled.escalation, "escalation phrase"),
+    low = text.lower()
+    layers: tuple[tuple[Route, tuple[re.Pattern[str], ...], re.Pattern[str] | None, str], ...] = (
+        ("crisis", compiled.crisis, compiled.crisis_any, "crisis phrase"),
+        ("escalate", compiled.escalation, compiled.escalation_any, "escalation phrase"),
     )
     scores: list[DomainScore] | None = None
-    for route, patterns, what in layers:
-        hits = [m.group(0) for p in patterns if (m := p.search(text))]
+    for route, patterns, any_of, what in layers:
+        if any_of is not None and any_of.search(low) is None:
+            continue
+        hits = [m.group(0) for p in patterns if (m := p.search(low))]
         if hits:
             matched = list(dict.fromkeys(hits))
             if route == "escalate":

@@ -40,7 +40,6 @@ async def _home(
             "specs": service.registry.all(),
             "runs": runs,
             "corpora": corpora,
-            "default_corpus": service.settings.corpus.default,
             "error": error,
             "form": form or {},
             "attribution": ATTRIBUTION,
