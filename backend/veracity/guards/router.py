@@ -10,7 +10,8 @@ Two layers, both deterministic, local and free (no search, no model call):
    for requests worded in ways the patterns do not know. It scores every ``policy.classifier_domains`` entry:
    the domain's *terms* come from the policy packs (YAML); the structural *cues* are general and live here.
    Each weight is a feature's contribution to ``z``; the score is ``1 / (1 + e^-z)`` and a domain fires at
-   ``score >= THRESHOLD`` (0.5, i.e. ``z >= 0``). Crisis domains are checked before advice domains.
+   ``score >= THRESHOLD`` (0.5, i.e. ``z >= 0``). Crisis domains are checked before advice domains, and a crisis
+   score over the threshold also outranks an escalation phrase ("stockpiling my meds ... tonight is the night").
 
 **Advice domains** (route ``escalate``). A personal-advice request touches the domain *and* is about the asker's
 own situation and/or asks what to do. The personal cues count only when a domain term is present (a gated linear
@@ -25,7 +26,8 @@ domain_any          +1.50   a domain term ("landlord", "dose", "mortgage")
 domain_more         +0.75   a second, different domain term
 owned_domain        +1.20   my/our + (≤ 2 words) + a domain term that is not a person's role ("my tax return")
 *personal cues, counted only with a domain term:*
-self_subject        +1.00   I, I'm, I've, we, we're ... (Malay saya/aku/kami)
+self_subject        +1.00   I, I'm, I've ... (Malay saya/aku)
+self_plural         +0.50   we, we're, we've (often society's "we", so it counts for less)
 self_object         +0.70   my, our, me, mine, myself
 own_relation        +0.80   my/our + a person in the asker's life (son, wife, boss, landlord, doctor ...)
 narrative           +0.70   a situation: "I was charged", "I keep waking up", "my dad was diagnosed",
@@ -34,7 +36,7 @@ question            +0.40   the message asks something ("?" or an interrogative 
 amount              +0.50   a specific sum ("$5,000", "40k", "RM 300", "2000 ringgit")
 advice_strong       +1.50   "should I/my", "what should I do", "what are my options", "am I", "do I have",
                             "I might have", "do I qualify", "is it legal for me", "advise me", "what now?" ...
-advice_weak         +1.00   "can I", "can my employer", "how do I get/avoid/claim ...", "is it worth",
+advice_weak         +1.00   "should we", "can I", "can my employer", "how do I get/avoid/claim ...", "is it worth",
                             "was that legal", "could it be", "is it cancer?", "any tips"
 urgency             +0.50   urgent, asap, tonight, worried, scared, help, please ...
 *negative cues, always counted:*
@@ -64,7 +66,7 @@ hopelessness_more   +1.50   a second, different expression of despair
 passive_ideation    +3.00   "tired of living", "no reason to live", "better off without me", "don't deserve to live"
 ending              +3.00   not wake up, sleep forever, end it all, "if I wasn't around", goodbye note ...
 method_strong       +3.00   painless/quickest way to die, how many X to overdose, ways to self-harm ...
-method              +1.50   lethal, without anyone noticing, hide the scars, how many pills, a bottle of pills
+method              +1.50   lethal, without anyone noticing, hide the scars, a bottle of pills, blades hidden ...
 imminent            +1.00   right now, tonight, in front of me, this is it ...
 disguise            +2.00   "asking for a friend", "asking for me"
 general_form        -1.50   definitions, history, statistics ("What is suicide?", "Why did ...")
@@ -74,8 +76,10 @@ accidental          -2.00   accidentally, while cooking, at the gym, sports inju
 fiction/technical   -2.00   each
 ==================  ======  =====================================================================================
 
-Pure Python and deterministic: a few dozen precompiled regular expressions, microseconds per message, and every
-decision explainable feature by feature (:func:`score_domains`).
+The weights were set by hand from how people phrase such requests and checked on examples written for the
+purpose (``tests/test_router.py`` holds some); no evaluation set was used to fit them. Pure Python and
+deterministic: precompiled regular expressions run on the lower-cased message, about 0.2 ms per message, and every
+decision is explainable feature by feature (:func:`score_domains`).
 """
 
 from __future__ import annotations
@@ -142,7 +146,9 @@ _I_CRISIS = (
 _SENT = r"(?:^|[.!?;:]\s+|\n)\s*(?:(?:so|ok|okay|hi|hello|hey|please|but|and|also|quick question)[,:]?\s+)*"
 _WHO = r"(?:he|she|they|my [\w-]+|our [\w-]+)"
 
-SELF_SUBJECT = _rx(r"\b(?:i|i'm|i've|i'd|i'll|im|ive|we|we're|we've|we'd)\b", r"\b(?:saya|aku|kami)\b")
+SELF_SUBJECT = _rx(r"\b(?:i|i'm|i've|i'd|i'll|im|ive)\b", r"\b(?:saya|aku)\b")
+# "We" is often society's we ("Should we invest in public transport?"), so it counts for less than "I".
+SELF_PLURAL = _rx(r"\b(?:we|we're|we've|we'd|kami)\b")
 SELF_OBJECT = _rx(r"\b(?:my|our|mine|me|myself|ourselves)\b")
 OWN_RELATION = _rx(
     r"\b(?:my|our)\s+(?:[\w'-]+\s+)?(?:son|daughter|kids?|child|children|baby|toddler|teen(?:ager)?|wife|husband|"
@@ -183,7 +189,7 @@ AMOUNT = _rx(
     r"\b\d[\d,.]*\s?(?:ringgit|dollars|pounds|euros|usd|sgd|rm|bucks)\b",
 )
 ADVICE_STRONG = _rx(
-    r"\bshould (?:i|we|my|our)\b",
+    r"\bshould (?:i|my|our)\b",
     r"\bwhat (?:should|shall|must|can|could|do|would) (?:i|we) do\b",
     r"\bwhat (?:now|next)\s*\?",
     r"\bwhat (?:are|were|is) (?:my|our) (?:options|rights|chances|odds|next steps?|best option)\b",
@@ -236,7 +242,7 @@ ADVICE_STRONG = _rx(
 ADVICE_WEAK = _rx(
     r"(?<!how )(?<!what )(?<!where )(?<!who )\b(?:can|could|may) (?:i|we)\b",
     r"\b(?:can|could|may) (?:my|our)\b",
-    r"\bshould (?:he|she|they)\b",
+    r"\bshould (?:he|she|they|we)\b",
     r"\bhow (?:do|can|should|could|would) (?:i|we) (?:get|obtain|apply|qualify|claim|avoid|get out of|get rid of|"
     r"stop|treat|cure|fix|fight|win|appeal|contest|deal with|handle|cope|recover|protect|lower|reduce|pay|repay|"
     r"file|report|prove|know if|tell if|choose|pick|prepare|manage|afford)\b",
@@ -283,8 +289,8 @@ RESEARCH_CONTEXT = _rx(
     r"\bfor (?:a|an|my|our) (?:class|course|paper|essay|thesis|report|article|assignment|project|presentation|"
     r"dissertation|lecture|research|podcast|blog post)\b",
     r"\b(?:i'm|i am|im|we're|we are) (?:building|developing|designing|creating|compiling|collecting) "
-    r"(?:a|an|the|our|my) (?:[\w-]+ )?(?:dashboard|app|website|tool|model|database|dataset|report|chart|spreadsheet|presentation|course|"
-    r"newsletter|podcast|video|survey)\b",
+    r"(?:a|an|the|our|my) (?:[\w-]+ )?(?:dashboard|app|website|tool|model|database|dataset|report|chart|"
+    r"spreadsheet|presentation|course|newsletter|podcast|video|survey)\b",
     r"\b(?:my|our) (?:research|studies|thesis|dissertation|lab)\b|\bresearch (?:group|team|project)\b",
 )
 THIRD_PARTY = _rx(
@@ -407,7 +413,8 @@ CRISIS_ENDING = _rx(
     r"\b(?:(?:not|never) (?:to )?wake up(?: again| ever again| tomorrow)?(?=\s*(?:[.?!,;]|$|and\b|but\b))|"
     r"sleep forever|disappear forever|not (?:be|being) (?:here|around|alive) any ?more|"
     r"(?:end|ending) (?:it all|everything|things)" + _NOT_AN_OBJECT + r"|"
-    r"say(?:ing)? (?:my )?goodbyes?|final goodbye|last goodbye|goodbye (?:letter|note)|suicide note|until (?:i|we) (?:die|am dead|pass out|starve)|"
+    r"say(?:ing)? (?:my )?goodbyes?|final goodbye|last goodbye|goodbye (?:letter|note)|suicide note|"
+    r"until (?:i|we) (?:die|am dead|pass out|starve)|"
     r"(?:if|when|once) i (?:wasn't|weren't|wasnt|was not|were not|am not|'m not|was no longer|am no longer|"
     r"was gone|am gone|were gone|died|disappeared)(?: (?:around|here|alive))?|"
     r"(?:won'?t|will not|not going to|don'?t think i'?ll|don'?t think i will) be (?:here|around|alive) "
@@ -490,6 +497,7 @@ ADVICE_WEIGHTS: dict[str, float] = {
     "domain_more": 0.75,
     "owned_domain": 1.2,
     "self_subject": 1.0,
+    "self_plural": 0.5,
     "self_object": 0.7,
     "own_relation": 0.8,
     "narrative": 0.7,
@@ -510,6 +518,7 @@ ADVICE_WEIGHTS: dict[str, float] = {
 # Personal cues: counted only when the message touches the domain.
 _ADVICE_PERSONAL: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("self_subject", SELF_SUBJECT),
+    ("self_plural", SELF_PLURAL),
     ("self_object", SELF_OBJECT),
     ("own_relation", OWN_RELATION),
     ("narrative", NARRATIVE),
@@ -553,7 +562,7 @@ CRISIS_WEIGHTS: dict[str, float] = {
     "technical": -2.0,
 }
 _CRISIS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("self_ref", _rx(SELF_SUBJECT.pattern, SELF_OBJECT.pattern)),
+    ("self_ref", _rx(r"\b(?:i|i'm|i've|i'd|i'll|im|ive|we|we're|we've|we'd|my|our|mine|me|myself|ourselves)\b")),
     ("intent", CRISIS_INTENT),
     ("reflexive_harm", CRISIS_REFLEXIVE),
     ("hopelessness", CRISIS_HOPELESS),
@@ -735,7 +744,7 @@ def _score(domain: _Domain, text: str, cues: dict[str, str | None]) -> DomainSco
         for name, _ in _ADVICE_NEGATIVE:
             if cues.get(name) is not None:
                 features[name] = weights[name]
-        if "third_party" in features and ("self_subject" in features or "self_object" in features):
+        if "third_party" in features and features.keys() & {"self_subject", "self_plural", "self_object"}:
             del features["third_party"]  # "someone is using photos of me" is still the asker's situation
     matched += [hit for name in features if name in _SHOWN and (hit := cues.get(name))]
     z = (CRISIS_BIAS if crisis else ADVICE_BIAS) + sum(features.values())
