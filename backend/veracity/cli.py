@@ -28,6 +28,7 @@ class _Runtime:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.guards: tuple[object, ...] = ()
 
     async def __aenter__(self) -> _Runtime:
         from veracity.corpus.bundled import ensure_bundled_corpora
@@ -41,20 +42,27 @@ class _Runtime:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
+        from veracity.guards.model import close_models
+
+        await close_models(*self.guards)
         await self.engine.dispose()
 
     def service(self) -> Any:
         from veracity.graph.builder import build_graph
-        from veracity.runs.service import RunService
+        from veracity.guards.judge import make_judge
+        from veracity.guards.model import guard_models
+        from veracity.runs.service import Providers, RunService
         from veracity.search.local import LocalSearch
         from veracity.specs.registry import SpecRegistry
 
+        judge, reviewer = self.guards = guard_models(self.settings)
         return RunService(
             sessionmaker=self.sessionmaker,
             registry=SpecRegistry.load(),
             settings=self.settings,
             graph=build_graph(),
             search=LocalSearch(self.sessionmaker),
+            providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
         )
 
 
@@ -200,13 +208,23 @@ def _read_lines(path: str) -> tuple[list[str], str]:
     return file.read_text(encoding="utf-8").splitlines(), str(file)
 
 
-async def _verify(args: argparse.Namespace, _settings: Settings) -> int:
+async def _verify(args: argparse.Namespace, settings: Settings) -> int:
+    from veracity.compose.base import MalformedOutput, ModelError
+    from veracity.errors import PipelineError
     from veracity.guards.io import VerifyItem, parse_lines, verify_items
     from veracity.guards.judge import make_judge
+    from veracity.guards.model import close_models, guard_models
 
     lines, source = _read_lines(args.file)
     items = parse_lines(lines, VerifyItem, source)
-    for result in await verify_items(items, make_judge()):
+    judge, reviewer = guard_models(settings)
+    try:
+        results = await verify_items(items, judge or make_judge())
+    except (MalformedOutput, ModelError) as exc:
+        raise PipelineError(f"the grounding judge failed: {exc}") from exc
+    finally:
+        await close_models(judge, reviewer)
+    for result in results:
         if args.json:
             print(json.dumps(result))
         else:

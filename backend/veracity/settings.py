@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -65,6 +66,45 @@ class LimitSettings(BaseModel):
     sse_ping_seconds: float = Field(default=15.0, gt=0, description="Keep-alive comment interval on SSE streams.")
 
 
+class ModelSettings(BaseModel):
+    provider: Literal["none", "openai"] = Field(
+        default="none",
+        description=(
+            "Who judges and reviews: `none` = the offline lexical judge and rule reviewer only; `openai` = a model "
+            "judge (L2) and a model reviewer behind any OpenAI-compatible chat completions endpoint."
+        ),
+    )
+    base_url: str | None = Field(
+        default=None,
+        description=(
+            "OpenAI-compatible API base URL, e.g. `http://127.0.0.1:8080/v1` for a local server; unset = OpenAI's."
+        ),
+    )
+    api_key: str = Field(
+        default="not-needed",
+        repr=False,
+        description="API key sent to the model server (local servers ignore it). Never logged.",
+    )
+    judge_model: str = Field(default="gpt-4.1-mini", description="Model that labels each claim against its sources.")
+    reviewer_model: str = Field(
+        default="gpt-4.1-mini", description="Model that reviews a checked draft before it ships."
+    )
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600, description="Timeout of one model request, in seconds.")
+    max_retries: int = Field(
+        default=2, ge=0, le=10, description="Retries of a failed model request (rate limits, 5xx, timeouts)."
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        value = (value or "").strip()
+        if not value:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("model base_url must start with http:// or https://")
+        return value
+
+
 class Settings(BaseSettings):
     """Veracity's configuration. Defaults are fully offline."""
 
@@ -79,6 +119,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     corpus: CorpusSettings = Field(default_factory=CorpusSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
     log_level: str = Field(default="INFO", description="Python logging level for the server and CLI.")
 
     @field_validator("log_level")

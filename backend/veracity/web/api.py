@@ -11,10 +11,10 @@ from sqlalchemy import text
 from sse_starlette import EventSourceResponse
 
 from veracity import messages
+from veracity.compose.base import MalformedOutput, ModelError
 from veracity.db import corpus_repo, runs_repo
-from veracity.errors import NotFound
+from veracity.errors import NotFound, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
-from veracity.guards.judge import make_judge
 from veracity.runs.service import check_run_id, parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep
 from veracity.web.sse import json_stream
@@ -124,8 +124,12 @@ class VerifyRequest(BaseModel):
 
 
 @router.post("/v1/verify", summary="Ground claims in sources: supported / partial / unsupported with spans")
-async def verify(body: VerifyRequest) -> dict[str, Any]:
-    return {"results": await verify_items(body.items, make_judge())}
+async def verify(body: VerifyRequest, service: ServiceDep) -> dict[str, Any]:
+    # The judge runs use: the configured model judge when VERACITY_MODEL__PROVIDER=openai, else the lexical one.
+    try:
+        return {"results": await verify_items(body.items, service.providers().judge)}
+    except (MalformedOutput, ModelError) as exc:
+        raise PipelineError(f"the grounding judge failed: {exc}") from exc
 
 
 @router.get("/v1/templates", summary="The research templates (specs)")

@@ -20,7 +20,9 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.errors import VeracityError
 from veracity.graph.builder import build_graph
-from veracity.runs.service import RunService
+from veracity.guards.judge import make_judge
+from veracity.guards.model import close_models, guard_models
+from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.settings import REPO_ROOT, Settings, get_settings
 from veracity.specs.registry import SpecRegistry
@@ -51,12 +53,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 logger.info("default corpus loaded: %s", report.as_dict())
         await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
         graph = build_graph()
+        judge, reviewer = guard_models(settings)
         service = RunService(
             sessionmaker=sessionmaker,
             registry=SpecRegistry.load(),
             settings=settings,
             graph=graph,
             search=LocalSearch(sessionmaker),
+            providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
         )
         interrupted = await service.recover_interrupted()
         if interrupted:
@@ -69,6 +73,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             yield
         finally:
             await service.shutdown()
+            await close_models(judge, reviewer)
             await engine.dispose()
 
     app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)

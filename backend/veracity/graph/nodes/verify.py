@@ -56,15 +56,22 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             l2: list[Violation] = []
             checks["l2"] = {"skipped": "L1 failed; the draft goes back without paying for a judge"}
         else:
-            draft, l2 = await ground(ctx.judge, draft, evidence)
-            checks["l2"] = {
-                **_summary(l2),
-                "judge": ctx.judge.name,
-                "labels": {
-                    label: sum(1 for s in draft for c in s.claims if c.label == label)
-                    for label in ("supported", "partial", "unsupported")
-                },
-            }
+            try:
+                draft, l2 = await ground(ctx.judge, draft, evidence)
+            except (MalformedOutput, ModelError) as exc:
+                # A judge that cannot answer has not verified anything: nothing from this draft may ship.
+                failure = f"the grounding judge failed: {str(exc)[:300] or 'no output'}"
+                l2 = [Violation(check="judge_failed", layer="l2", detail=failure)]
+                checks["l2"] = {**_summary(l2), "judge": ctx.judge.name}
+            else:
+                checks["l2"] = {
+                    **_summary(l2),
+                    "judge": ctx.judge.name,
+                    "labels": {
+                        label: sum(1 for s in draft for c in s.claims if c.label == label)
+                        for label in ("supported", "partial", "unsupported")
+                    },
+                }
         checked = composed.model_copy(update={"sections": draft})
         l3 = supervisor_violations(checked, spec.policy)
         checks["l3"] = _summary(l3)

@@ -1,0 +1,345 @@
+"""Model-backed guards behind any OpenAI-compatible chat completions endpoint: the L2 grounding judge (seed 000)
+and the reviewer (seed 003). Both call a separate model at temperature 0 with a short single-purpose prompt
+(``veracity/prompts/*.md``) and a JSON schema response format.
+
+Deterministic code bookends the model. The judge must quote the text that supports a claim, and a ``supported`` or
+``partial`` label whose quote is not found verbatim in the cited sources is downgraded to ``unsupported``: a model
+can never produce a pass the sources do not contain. Output that does not parse raises :class:`MalformedOutput`;
+a server that cannot be reached, times out or fails after the client's retries raises :class:`ModelError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.chat.completion_create_params import ResponseFormat
+from pydantic import BaseModel, Field, ValidationError
+
+from veracity.compose.base import MalformedOutput, ModelError, Reviewer, ReviewRequest
+from veracity.compose.parse import clean
+from veracity.domain import ReviewVerdict
+from veracity.guards.judge import GroundingJudge, Judgement, Label, Source, Span
+from veracity.guards.reviewer import parse_verdict
+from veracity.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+
+MAX_QUOTE_CHARS = 600
+MAX_REASON_CHARS = 300
+MAX_SOURCE_ID_CHARS = 200
+# Source text shown to the judge in one request, shared out between the passages; a quote is still looked up in
+# the whole text of its source.
+MAX_PROMPT_SOURCE_CHARS = 60_000
+MIN_PASSAGE_CHARS = 2_000
+# A quote of fewer words than this shows a shared word, not a supported fact.
+MIN_QUOTE_WORDS = 2
+SCORES: dict[Label, float] = {"supported": 1.0, "partial": 0.5, "unsupported": 0.0}
+
+QUOTE_NOT_FOUND = "the judge's quote is not in the cited text"
+QUOTE_TOO_SHORT = "the judge's quote is too short to support the claim"
+NO_SOURCES = "no source text was cited"
+
+GROUNDING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string", "enum": ["supported", "partial", "unsupported"]},
+        "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS},
+        "source_id": {"type": "string"},
+        "reason": {"type": "string", "maxLength": MAX_REASON_CHARS},
+    },
+    "required": ["label", "quote", "source_id", "reason"],
+    "additionalProperties": False,
+}
+
+REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["ok", "revise", "crisis"]},
+        "reason": {"type": "string"},
+        "concerns": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+    },
+    "required": ["verdict", "reason", "concerns"],
+    "additionalProperties": False,
+}
+
+
+@lru_cache
+def load_prompt(name: str) -> str:
+    """A system prompt shipped with the package (``veracity/prompts/<name>.md``)."""
+    return (PROMPTS / f"{name}.md").read_text(encoding="utf-8").strip()
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    return [f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}" for e in exc.errors()[:5]]
+
+
+def _short(text: object, limit: int = 300) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+class ChatModel:
+    """One model behind an OpenAI-compatible endpoint, asked at temperature 0 for a JSON object of one schema.
+
+    A server that rejects ``json_schema`` response formats with a 400 is asked again with ``json_object``; when
+    that works, this instance keeps using ``json_object`` (the prompts spell the fields out either way)."""
+
+    def __init__(self, model: str, client: openai.AsyncOpenAI, schema_name: str, schema: dict[str, Any]) -> None:
+        self.model = model
+        self.client = client
+        self.schema_name = schema_name
+        self.schema = schema
+        self.structured = True
+
+    def _response_format(self, structured: bool) -> ResponseFormat:
+        if structured:
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema},
+            }
+        return {"type": "json_object"}
+
+    async def complete(self, system: str, user: str) -> str:
+        """The raw text of the model's answer."""
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ]
+        try:
+            return await self._create(messages, self.structured)
+        except openai.BadRequestError as exc:
+            if not self.structured:
+                raise ModelError(f"model {self.model} rejected the request: {_short(exc.message)}") from exc
+            first = exc
+        try:
+            raw = await self._create(messages, False)
+        except openai.BadRequestError as exc:
+            raise ModelError(f"model {self.model} rejected the request: {_short(first.message)}") from exc
+        logger.warning(
+            "model %s rejected the json_schema response format (%s); using json_object from now on",
+            self.model,
+            _short(first.message, 200),
+        )
+        self.structured = False
+        return raw
+
+    async def _create(self, messages: list[ChatCompletionMessageParam], structured: bool) -> str:
+        try:
+            completion = await self.client.chat.completions.create(
+                model=self.model,
+                temperature=0,
+                messages=messages,
+                response_format=self._response_format(structured),
+            )
+        except openai.BadRequestError:
+            raise  # the caller decides: fall back to json_object, or fail
+        except openai.APITimeoutError as exc:
+            raise ModelError(f"model {self.model} timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"model {self.model} could not be reached: {_short(exc.message)}") from exc
+        except openai.APIStatusError as exc:
+            raise ModelError(f"model {self.model} failed with HTTP {exc.status_code}: {_short(exc.message)}") from exc
+        except openai.OpenAIError as exc:
+            raise ModelError(f"model {self.model} failed: {_short(exc)}") from exc
+        try:
+            message = completion.choices[0].message
+            refusal = getattr(message, "refusal", None)
+            content = message.content
+        except (AttributeError, IndexError, TypeError):
+            raise MalformedOutput(["the response carries no message"], _short(completion, 2000)) from None
+        if refusal:
+            raise MalformedOutput([f"the model refused: {_short(refusal)}"], str(refusal))
+        if not isinstance(content, str) or not content.strip():
+            raise MalformedOutput(["output is empty"], content or "")
+        return content
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _client(base_url: str | None, api_key: str, timeout: float, max_retries: int) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The judge
+
+
+class GroundingAnswer(BaseModel):
+    """What the judge model returns. Extra keys are ignored; ``quote`` and ``source_id`` may be empty."""
+
+    label: Label
+    quote: str = Field(default="", max_length=MAX_QUOTE_CHARS)
+    source_id: str = Field(default="", max_length=MAX_SOURCE_ID_CHARS)
+    reason: str = Field(min_length=1, max_length=MAX_REASON_CHARS)
+
+
+def parse_grounding(raw: str) -> GroundingAnswer:
+    try:
+        return GroundingAnswer.model_validate_json(clean(raw))
+    except ValidationError as exc:
+        raise MalformedOutput(_problems(exc), raw) from None
+
+
+@lru_cache(maxsize=512)
+def _flatten(text: str) -> tuple[str, tuple[int, ...]]:
+    """``text`` with every whitespace run as one space (none leading), and each kept char's offset in ``text``."""
+    chars: list[str] = []
+    offsets: list[int] = []
+    after_space = True
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if after_space:
+                continue
+            ch, after_space = " ", True
+        else:
+            after_space = False
+        chars.append(ch)
+        offsets.append(i)
+    return "".join(chars), tuple(offsets)
+
+
+def _find(text: str, needle: str) -> tuple[int, int] | None:
+    flat, offsets = _flatten(text)
+    at = flat.find(needle)
+    if at < 0:
+        return None
+    return offsets[at], offsets[at + len(needle) - 1] + 1
+
+
+_WRAPPING = " \"'“”‘’«»….`"
+
+
+def locate(quote: str, sources: list[Source], source_id: str = "") -> Span | None:
+    """Where ``quote`` occurs verbatim (whitespace-normalised) in the named source, else in any source."""
+    needle = " ".join(quote.split())
+    candidates = [needle]
+    bare = needle.strip(_WRAPPING)
+    if bare and bare != needle:
+        candidates.append(bare)  # quotation marks or an ellipsis the model put around a verbatim quote
+    preferred = sorted(sources, key=lambda s: s.id != source_id)  # stable: the named source first
+    for candidate in filter(None, candidates):
+        for source in preferred:
+            found = _find(source.text, candidate)
+            if found:
+                return Span(source.id, *found)
+    return None
+
+
+def _passages(sources: list[Source]) -> str:
+    budget = max(MIN_PASSAGE_CHARS, MAX_PROMPT_SOURCE_CHARS // max(1, len(sources)))
+    parts = []
+    for number, source in enumerate(sources, start=1):
+        text = source.text.strip()
+        if len(text) > budget:
+            text = text[:budget] + " [… passage truncated]"
+        parts.append(f"[{number}] source_id: {source.id}\n{text}")
+    return "\n\n".join(parts)
+
+
+class ModelJudge:
+    """L2 with a model: one claim, its cited passages, a label, a verbatim quote and a one-sentence reason."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str = "not-needed",
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self.name = f"model:{model}"
+        self.chat = ChatModel(
+            model, client or _client(base_url, api_key, timeout, max_retries), "grounding", GROUNDING_SCHEMA
+        )
+
+    async def judge(self, claim: str, sources: list[Source]) -> Judgement:
+        if not any(source.text.strip() for source in sources):
+            return Judgement("unsupported", 0.0, [], NO_SOURCES)
+        user = f"Claim:\n{claim.strip()}\n\nSource passages:\n\n{_passages(sources)}"
+        answer = parse_grounding(await self.chat.complete(load_prompt("judge"), user))
+        reason = _short(answer.reason, MAX_REASON_CHARS)
+        span = locate(answer.quote, sources, self._source_id(answer.source_id, sources))
+        if answer.label == "unsupported":
+            return Judgement("unsupported", 0.0, [span] if span else [], reason)
+        if span is None:
+            return Judgement("unsupported", 0.0, [], QUOTE_NOT_FOUND)
+        if len(re.findall(r"\w+", answer.quote)) < MIN_QUOTE_WORDS:
+            return Judgement("unsupported", 0.0, [], QUOTE_TOO_SHORT)
+        return Judgement(answer.label, SCORES[answer.label], [span], reason)
+
+    @staticmethod
+    def _source_id(named: str, sources: list[Source]) -> str:
+        """The id the model named, also when it named the passage by its number ("2", "[2]")."""
+        named = named.strip()
+        if any(source.id == named for source in sources):
+            return named
+        number = named.strip("[]# ").removeprefix("S")
+        if number.isdigit() and 1 <= int(number) <= len(sources):
+            return sources[int(number) - 1].id
+        return named
+
+    async def aclose(self) -> None:
+        await self.chat.aclose()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The reviewer
+
+
+class ModelReviewer:
+    """The reviewer with a model: the person's message and the drafted reply in, ok / revise / crisis out."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str = "not-needed",
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self.name = f"model:{model}"
+        self.chat = ChatModel(
+            model, client or _client(base_url, api_key, timeout, max_retries), "review", REVIEW_SCHEMA
+        )
+
+    async def review(self, request: ReviewRequest) -> ReviewVerdict:
+        user = f"The person's message:\n{request.question.strip()}\n\nThe drafted reply:\n{request.draft_text.strip()}"
+        return parse_verdict(await self.chat.complete(load_prompt("reviewer"), user))
+
+    async def aclose(self) -> None:
+        await self.chat.aclose()
+
+
+def guard_models(settings: Settings) -> tuple[GroundingJudge | None, Reviewer | None]:
+    """The configured model judge and reviewer, sharing one client; ``(None, None)`` when the provider is
+    ``none`` (the offline lexical judge and rule reviewer only)."""
+    cfg = settings.model
+    if cfg.provider == "none":
+        return None, None
+    client = _client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
+    logger.info(
+        "model guards: judge %s, reviewer %s at %s",
+        cfg.judge_model,
+        cfg.reviewer_model,
+        cfg.base_url or "the OpenAI API",
+    )
+    return ModelJudge(cfg.judge_model, client=client), ModelReviewer(cfg.reviewer_model, client=client)
+
+
+async def close_models(*guards: object) -> None:
+    """Close the HTTP clients of model guards (a shared client once); anything else is left alone."""
+    clients = {id(g.chat.client): g.chat.client for g in guards if isinstance(g, ModelJudge | ModelReviewer)}
+    for client in clients.values():
+        await client.close()
