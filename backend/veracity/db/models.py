@@ -10,7 +10,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -113,3 +124,27 @@ class Chunk(Base):
     end: Mapped[int] = mapped_column(Integer)
     title: Mapped[str] = mapped_column(Text, default="")
     text: Mapped[str] = mapped_column(Text)
+
+
+class FetchCacheEntry(Base):
+    """One fetched web page, keyed by the SHA-256 of its canonical URL: raw bytes, extracted text, validators
+    (ETag / Last-Modified) for conditional GETs, and the extractor version that produced ``text``."""
+
+    __tablename__ = "fetch_cache"
+
+    url_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    canonical_url: Mapped[str] = mapped_column(Text)
+    final_url: Mapped[str] = mapped_column(Text)
+    http_status: Mapped[int] = mapped_column(Integer)
+    content_type: Mapped[str] = mapped_column(String(128))
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    text: Mapped[str] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(Text)
+    author: Mapped[str | None] = mapped_column(Text, nullable=True)
+    published: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    paywalled: Mapped[bool] = mapped_column(Boolean, default=False)
+    etag: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_modified: Mapped[str | None] = mapped_column(Text, nullable=True)
+    extract_schema_version: Mapped[int] = mapped_column(Integer)
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from veracity.compose.base import Composer, Reviewer
+from veracity.fetch.opened import OpenedPage
 from veracity.guards.judge import GroundingJudge
 from veracity.settings import LimitSettings
 from veracity.specs.models import Spec
 
+T = TypeVar("T")
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 Audit = Callable[[str, int, dict[str, Any]], Awaitable[None]]
 """Record one audit-trail entry: (stage, attempt, payload)."""
@@ -34,7 +36,20 @@ class SearchHit:
     url: str | None = None
     published: str | None = None
     key: str = ""
-    """Identity of the opened page/passage, used to open each one only once per run."""
+    """Identity of the opened page/passage, used to open each one only once per run (a web page: its canonical
+    URL's SHA-256)."""
+    fetch: bool = False
+    """A web result: ``text`` is only the search snippet and the page must be fetched to read it."""
+    rank_terms: dict[str, float] = field(default_factory=dict, compare=False)
+    """The ranker's terms behind ``score`` (empty until ranked)."""
+
+
+class PageSource(Protocol):
+    async def open(self, url: str) -> OpenedPage: ...
+
+
+class HitRanker(Protocol):
+    def rank(self, query: str, hits: list[SearchHit]) -> list[SearchHit]: ...
 
 
 class SearchProvider(Protocol):
@@ -45,19 +60,55 @@ class SearchProvider(Protocol):
 
 @dataclass
 class RetrievalCoordinator:
-    """Shared by all retrieve branches of one run: a global page budget and the set of pages opened."""
+    """Shared by all retrieve branches of one run: a global page budget and the set of pages opened (under an
+    ``asyncio.Lock``), and a semaphore bounding IO in flight. Eight branches never open the same page twice nor
+    open more than ``max_pages`` between them; a branch asking for a page another branch is already fetching
+    waits for that fetch and shares its result."""
 
     max_pages: int
-    _opened: set[str] = field(default_factory=set)
+    io_concurrency: int = 8
+    _opened: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    _order: dict[str, int] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _io: asyncio.Semaphore | None = None
 
-    async def claim(self, key: str) -> bool:
-        """True if this branch may open ``key``: not opened by any branch yet and budget left."""
+    async def claim(self, key: str) -> int | None:
+        """The page's opening order (1, 2, …) if this branch may open ``key`` — not opened by any branch yet and
+        budget left — else None."""
         async with self._lock:
             if key in self._opened or len(self._opened) >= self.max_pages:
-                return False
-            self._opened.add(key)
-            return True
+                return None
+            self._reserve(key).set_result(None)
+            return self._order[key]
+
+    def _reserve(self, key: str) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._opened[key] = future
+        self._order[key] = len(self._order) + 1
+        return future
+
+    async def open_once(self, key: str, load: Callable[[], Awaitable[T]]) -> tuple[T, int, bool] | None:
+        """Run ``load`` for ``key`` at most once per run, under the IO semaphore. Returns (result, the page's
+        opening order, whether this caller loaded it), or None when the page budget is spent. ``load`` must
+        report failures in its result, not raise: a raised error is re-raised to every waiting branch."""
+        async with self._lock:
+            future = self._opened.get(key)
+            first = future is None
+            if future is None:
+                if len(self._opened) >= self.max_pages:
+                    return None
+                future = self._reserve(key)
+        if first:
+            if self._io is None:
+                self._io = asyncio.Semaphore(self.io_concurrency)
+            try:
+                async with self._io:
+                    future.set_result(await load())
+            except BaseException as exc:
+                future.set_exception(exc)
+                future.exception()  # marks it retrieved: the raising branch reports it
+                raise
+        return await asyncio.shield(future), self._order[key], first
 
     @property
     def opened(self) -> int:
@@ -76,6 +127,12 @@ class Context:
     """A model reviewer; the rule-based one always runs, this one only on drafts that passed every check."""
     judge: GroundingJudge = field(default_factory=lambda: _default_judge())
     audit: Audit = _no_audit
+    fetcher: PageSource | None = None
+    """Opens web results (the fetch cache around the HTTP fetcher); None for runs over a local corpus."""
+    ranker: HitRanker | None = None
+    """Reorders each query's hits before they are opened; None keeps the provider's order."""
+    pages_per_query: int = 4
+    """Best-ranked web results opened per query."""
 
 
 def _default_composer() -> Composer:

@@ -53,10 +53,16 @@ class RunView:
     branches: dict[str, Branch] = field(default_factory=dict)
     timeline: list[TimelineRow] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
+    opened: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Pages and passages opened, by their run-wide opening order (the source inspector)."""
     sections: dict[str, int | str] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     outcome: str | None = None
     error: str | None = None
+
+    @property
+    def opened_in_order(self) -> list[dict[str, Any]]:
+        return [self.opened[k] for k in sorted(self.opened)]
 
     @property
     def finished(self) -> bool:
@@ -89,6 +95,9 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
         text = f"{p.get('subtask_id')} {p.get('status')}: {extra}{p.get('evidences', 0)} evidences"
         if p.get("error"):
             text += f" — {p['error']}"
+        if p.get("page_errors"):
+            text += f" — {len(p['page_errors'])} page(s) failed: {'; '.join(p['page_errors'][:3])}"
+            kind = "failure"
         return text, kind
     if name == "retrieve_merge_complete":
         return (
@@ -175,6 +184,10 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
         b.queries, b.pages = max(b.queries, p.get("queries", 0)), max(b.pages, p.get("pages", 0))
         b.evidences = max(b.evidences, p.get("evidences", 0))
         b.error = p.get("error") or b.error
+        for row in p.get("sources", []):
+            entry = view.opened.setdefault(int(row.get("order", 0)), {**row, "subtasks": []})
+            if p["subtask_id"] not in entry["subtasks"]:
+                entry["subtasks"].append(p["subtask_id"])
     elif name == "retrieve_merge_complete":
         _set(view, "retrieve", "done")
         _set(view, "retrieve_merge", "done")

@@ -19,16 +19,17 @@ from veracity.compose.base import Composer, Reviewer
 from veracity.compose.extractive import ExtractiveComposer
 from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import RunEvent
-from veracity.domain import Report
+from veracity.domain import WEB_SOURCE, Report
 from veracity.errors import BadInput, NotFound
 from veracity.graph.builder import build_redraft_graph
-from veracity.graph.context import Context, RetrievalCoordinator, SearchProvider
+from veracity.graph.context import Context, HitRanker, RetrievalCoordinator, SearchProvider
 from veracity.guards.judge import GroundingJudge, make_judge
 from veracity.runs import gate
 from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.floor import floor_report, routed_report
 from veracity.runs.notifier import RunNotifier
 from veracity.runs.report import render_markdown, shipped_report
+from veracity.search.providers import WebRetrieval
 from veracity.settings import Settings
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
@@ -75,12 +76,17 @@ class RunService:
         notifier: RunNotifier | None = None,
         providers: Callable[[], Providers] | None = None,
         redraft_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+        web: WebRetrieval | None = None,
+        ranker: HitRanker | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.registry = registry
         self.settings = settings
         self.graph = graph
         self.search = search
+        self.web = web
+        """Web search and page fetching for runs over the open web (corpus ``web``); None = local corpora only."""
+        self.ranker = ranker
         self.notifier = notifier or RunNotifier()
         self.providers = providers or Providers
         self.redraft_graph = redraft_graph or build_redraft_graph()
@@ -97,6 +103,10 @@ class RunService:
             raise BadInput(messages.QUESTION_TOO_LONG.format(length=len(question), limit=limit))
         spec = self.registry.get(template)
         corpus = (corpus or "").strip() or spec.default_source.corpus or self.settings.corpus.default
+        if corpus == WEB_SOURCE:
+            if self.web is None:
+                raise BadInput(messages.WEB_UNAVAILABLE)
+            return question, spec, corpus
         async with self.sessionmaker() as session:
             if not await corpus_repo.corpus_exists(session=session, corpus=corpus):
                 # Only the error path pays for listing the corpora.
@@ -216,12 +226,18 @@ class RunService:
             async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
                 await self.audit(run_id, stage, attempt, payload)
 
+            web = self.web if corpus == WEB_SOURCE else None
             context = Context(
                 spec=spec,
-                search=self.search,
+                search=web.search if web else self.search,
+                fetcher=web.pages if web else None,
+                ranker=self.ranker,
+                pages_per_query=self.settings.search.pages_per_query,
                 emit=emit,
                 limits=self.settings.limits,
-                coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
+                coordinator=RetrievalCoordinator(
+                    max_pages=spec.budgets.max_pages, io_concurrency=self.settings.fetch.concurrency
+                ),
                 composer=providers.composer,
                 reviewer=providers.reviewer,
                 judge=providers.judge,

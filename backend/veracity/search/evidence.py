@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from veracity.domain import Evidence, SourceRef
+from veracity.domain import WEB_SOURCE, Evidence, SourceRef
+from veracity.fetch.canonical import host_of
 from veracity.graph.context import SearchHit
 from veracity.text import content_terms, sentence_spans, sha256_hex, words
 
@@ -71,8 +72,11 @@ def extract_evidence(
 
 
 def fingerprint(ev: Evidence) -> str:
-    """Near-identical dedupe key: normalised quote words plus the source's document (or host)."""
-    return sha256_hex(" ".join(words(ev.quote)) + "\x00" + (ev.source.url or ev.source.doc_id))
+    """Near-identical dedupe key: the normalised words of the quote (case, punctuation and spacing do not
+    count) plus where it came from — the host for a web page (the same sentence on two pages of one site is one
+    fact), the document for a local corpus."""
+    origin = host_of(ev.source.url) if ev.source.corpus == WEB_SOURCE and ev.source.url else ev.source.doc_id
+    return sha256_hex(" ".join(words(ev.quote)) + "\x00" + origin)
 
 
 def dedupe_near_identical(evidence: list[Evidence]) -> list[Evidence]:

@@ -23,7 +23,9 @@ from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
 from veracity.guards.model import close_models, guard_models
 from veracity.runs.service import Providers, RunService
+from veracity.fetch.canonical import host_of
 from veracity.search.local import LocalSearch
+from veracity.search.providers import hit_ranker, web_retrieval
 from veracity.settings import REPO_ROOT, Settings, get_settings
 from veracity.specs.registry import SpecRegistry
 from veracity.web import api, pages
@@ -60,6 +62,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             settings=settings,
             graph=graph,
             search=LocalSearch(sessionmaker),
+            web=web_retrieval(settings, sessionmaker),
+            ranker=hit_ranker(settings),
             providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
         )
         interrupted = await service.recover_interrupted()
@@ -78,6 +82,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)
     templates = Jinja2Templates(directory=str(FRONTEND / "templates"))
+    templates.env.filters["host"] = host_of
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)

@@ -49,7 +49,7 @@ def page_messages(
         ),
         ServerSentEvent(data=_render(templates, "partials/_status.html", view=view), event="status", id=seq),
     ]
-    if event.name == "retrieve_complete":
+    if event.name == "retrieve_complete" or (event.name == "retrieve_map_progress" and event.payload.get("sources")):
         messages.append(
             ServerSentEvent(data=_render(templates, "partials/_sources.html", view=view), event="sources", id=seq)
         )

@@ -1,0 +1,1 @@
+"""Ranking of search hits: lexical, trust, recency, title and geographic terms; optional embedding rerank."""
