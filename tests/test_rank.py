@@ -136,7 +136,8 @@ def test_nepal_query_does_not_rank_a_malaysia_article_above_a_nepal_one() -> Non
 
 def test_no_place_in_the_query_means_no_geographic_penalty() -> None:
     ranked = RANKER.rank(
-        "flood relief funding", [hit("Flood relief in Malaysia", "Flood relief funding in Malaysia.", "https://a.test/")]
+        "flood relief funding",
+        [hit("Flood relief in Malaysia", "Flood relief funding in Malaysia.", "https://a.test/")],
     )
     assert ranked[0].rank_terms["geo"] == 0.0
 
@@ -148,7 +149,9 @@ def test_each_ranking_term_moves_a_hit_the_way_its_setting_says() -> None:
     recent = hit("Notes", text, "https://blog.example.com/b", published="2026-10-01")
     titled = hit("Electric car", text, "https://blog.example.com/c")
     thin = hit("Notes", "Electric car.", "https://blog.example.com/d")
-    terms = {h.url: h.rank_terms for h in RANKER.rank("electric car", [plain, trusted, recent, titled, thin], today=TODAY)}
+    terms = {
+        h.url: h.rank_terms for h in RANKER.rank("electric car", [plain, trusted, recent, titled, thin], today=TODAY)
+    }
     assert terms[trusted.url]["trust"] > terms[plain.url]["trust"]
     assert terms[recent.url]["recency"] > terms[plain.url]["recency"] == 0.0
     assert terms[titled.url]["title"] > terms[plain.url]["title"] == 0.0

@@ -297,7 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", help="research a question and print the report")
     p.add_argument("question")
     p.add_argument("--template", default="market_brief")
-    p.add_argument("--corpus", default=None)
+    p.add_argument(
+        "--corpus",
+        default=None,
+        help="a local corpus, or `web` to search the open web and fetch pages (default: the template's)",
+    )
     p.add_argument("--json", action="store_true")
     return parser
 

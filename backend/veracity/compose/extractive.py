@@ -44,7 +44,8 @@ def pick_claims(request: ComposeRequest) -> dict[str, list[Claim]]:
             if key in used:
                 continue
             used.add(key)
-            claims.append(Claim(text=ev.quote, evidence_ids=[ev.id]))
+            # A quote may wrap lines (PDFs do); a claim is one line of the draft, so its spacing is normalised.
+            claims.append(Claim(text=" ".join(ev.quote.split()), evidence_ids=[ev.id]))
             if len(claims) >= per_section:
                 break
         picked[section.id] = claims

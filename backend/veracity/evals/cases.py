@@ -106,6 +106,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
     from veracity.graph.builder import build_graph
     from veracity.runs.service import Providers, RunService
     from veracity.search.local import LocalSearch
+    from veracity.search.providers import hit_ranker
 
     registry = SpecRegistry.load()
     specs = [registry.get(spec_id)] if spec_id else registry.all()
@@ -125,6 +126,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
             await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
             graph = build_graph()
             search = LocalSearch(sessionmaker)
+            ranker = hit_ranker(settings)
             for spec in specs:
                 for case in spec.eval_cases:
                     began = time.perf_counter()
@@ -135,6 +137,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                         settings=settings,
                         graph=graph,
                         search=search,
+                        ranker=ranker,
                     )
                     script = case.script
                     composer = ScriptedComposer(script.composer) if script and script.composer else None

@@ -35,6 +35,9 @@ class FetchPolicy:
     max_bytes: int = 5_000_000
     allow_private: bool = False
     """Fetch loopback/private/link-local addresses. Off for users (SSRF guard); tests opt in explicitly."""
+    allow_loopback: bool = False
+    """Fetch loopback addresses only (127.0.0.0/8, ::1), every other private target still refused: lets tests
+    fetch a fixture site on 127.0.0.1 and still prove a redirect to 169.254.169.254 or 10.x is stopped."""
     user_agent: str = "Veracity/0.1 (+self-hosted research desk)"
 
 

@@ -102,7 +102,8 @@ class RunService:
         if len(question) > limit:
             raise BadInput(messages.QUESTION_TOO_LONG.format(length=len(question), limit=limit))
         spec = self.registry.get(template)
-        corpus = (corpus or "").strip() or spec.default_source.corpus or self.settings.corpus.default
+        default = WEB_SOURCE if spec.default_source.kind == "web" else spec.default_source.corpus
+        corpus = (corpus or "").strip() or default or self.settings.corpus.default
         if corpus == WEB_SOURCE:
             if self.web is None:
                 raise BadInput(messages.WEB_UNAVAILABLE)

@@ -10,6 +10,7 @@ from veracity.graph.context import SearchHit
 from veracity.text import content_terms, sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
+_TERMINAL = re.compile(r"[.!][\"'”’)\]]*$")
 _NAVISH = re.compile(r"^(see also|references|external links|click|read more|share|subscribe)\b", re.I)
 
 
@@ -18,6 +19,8 @@ def is_fact_shaped(sentence: str) -> bool:
     if not (_MIN_CHARS <= len(sentence) <= _MAX_CHARS):
         return False
     if sentence.startswith("#") or len(words(sentence)) < _MIN_WORDS or sentence.endswith((":", "?")):
+        return False
+    if not _TERMINAL.search(sentence):  # a heading, caption or menu line, not a sentence
         return False
     if _NAVISH.match(sentence):
         return False

@@ -19,11 +19,11 @@ from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.errors import VeracityError
+from veracity.fetch.canonical import host_of
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
 from veracity.guards.model import close_models, guard_models
 from veracity.runs.service import Providers, RunService
-from veracity.fetch.canonical import host_of
 from veracity.search.local import LocalSearch
 from veracity.search.providers import hit_ranker, web_retrieval
 from veracity.settings import REPO_ROOT, Settings, get_settings

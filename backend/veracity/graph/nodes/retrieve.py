@@ -53,7 +53,8 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     sources.append({"order": order, "kind": "web", "shared": not first, "rank": hit.rank_terms, **page.summary()})
     stat.pages += 1
     if not page.ok:
-        stat.page_errors.append(f"{url}: {page.error_kind}: {page.error}")
+        if first:  # a branch that only shared another's failed fetch does not report it again
+            stat.page_errors.append(f"{url}: {page.error_kind}: {page.error}")
         return None
     return SearchHit(
         doc_id=hit.doc_id,
