@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,15 +104,20 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(wiki_template_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``veracity serve`` on a private copy of the wiki database (the same copy ``wiki_db_url`` makes)."""
-    workdir = tmp_path_factory.mktemp("browser-server")
+    yield from serve(wiki_template_db, tmp_path_factory.mktemp("browser-server"))
+
+
+def serve(template_db: Path, workdir: Path, **extra_env: str) -> Iterator[Server]:
+    """Start ``veracity serve`` on a copy of ``template_db`` with ``extra_env``; stop it when the caller is done."""
     db_path = workdir / "wiki.db"
-    shutil.copy(wiki_template_db, db_path)
+    shutil.copy(template_db, db_path)
     port = _free_port()
     env = {
         **os.environ,
         "VERACITY_DATABASE__URL": sqlite_url(db_path),
         "VERACITY_CORPUS__AUTOLOAD_WIKI": "false",
         "VERACITY_LIMITS__EVENT_DELAY_MS": str(EVENT_DELAY_MS),
+        **extra_env,
     }
     log_path = workdir / "server.log"
     with log_path.open("wb") as log:
@@ -151,6 +157,13 @@ def server(wiki_template_db: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
+    async with launch_browser() as b:
+        yield b
+
+
+@asynccontextmanager
+async def launch_browser() -> AsyncIterator[Browser]:
+    """Debian's headless Chromium driven by Playwright (never a downloaded browser)."""
     async with async_playwright() as pw:
         b = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:

@@ -1,4 +1,6 @@
-"""`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus.
+"""`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus, then the
+retrieval benchmarks (fan-out efficiency on the fixture site; search latency against rank-bm25 and ingest rate
+on SciFact when the evaluation data is beside the checkout).
 
 Each question runs several times in one process against the configured database; medians are printed.
 Benchmarks never gate CI (no timed tests)."""
@@ -79,7 +81,24 @@ async def main() -> int:
     finally:
         await engine.dispose()
         scratch.cleanup()
+    await fanout()
     return 0
+
+
+async def fanout() -> None:
+    from veracity.bench_fanout import LATENCY_MS, PAGES, SUBTASKS, measure
+
+    r = await measure()
+    print(f"\nfan-out: {SUBTASKS} subtasks x {PAGES} pages, {LATENCY_MS} ms per page (fixture site, real HTTP)")
+    print(f"  parallel retrieval   {r.parallel_ms:8.0f} ms  ({r.pages} pages)")
+    print(f"  sequential, same work{r.sequential_ms:8.0f} ms")
+    print(f"  longest single branch{r.longest_ms:8.0f} ms")
+    ratio = r.parallel_ms / r.longest_ms
+    verdict = "met" if ratio <= 1.3 else "NOT met"
+    print(
+        f"  parallel / longest   {ratio:8.2f}   (target <= 1.3: {verdict}); speed-up over sequential "
+        f"{r.sequential_ms / r.parallel_ms:.1f}x"
+    )
 
 
 if __name__ == "__main__":
