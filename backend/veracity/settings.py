@@ -142,6 +142,9 @@ class RankSettings(BaseModel):
         default=False,
         description="Rerank each query's hits with the embedding model shipped in a wheel (slower; see README).",
     )
+    rerank_weight: float = Field(
+        default=0.5, ge=0, le=1, description="Share of the embedding similarity in the reranked score (0–1)."
+    )
 
 
 class ModelSettings(BaseModel):

@@ -8,6 +8,9 @@ score = bm25        × BM25 of the query over the hit's title + snippet, compute
       + recency     × 0.5 ** (age in days / half-life), from the best known date (0 when none is known)
       − thin        when the snippet is shorter than ``thin_snippet_chars``
       − geo         when the query and the hit name places and share no country (``veracity.rank.geo``)
+
+With ``rerank`` on and the embedder's wheels installed, the sum above is fused with the cosine similarity of
+query and hit (all-MiniLM-L6-v2, ``veracity.rank.embed``): ``(1 − w)·minmax(sum) + w·minmax(cosine)``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from datetime import UTC, date, datetime
 
 from veracity.fetch.canonical import host_of
 from veracity.graph.context import SearchHit
+from veracity.rank.embed import Embedder, fuse_scores
 from veracity.rank.geo import countries_named, diverges
 from veracity.rank.trust import DomainTrust
 from veracity.settings import RankSettings
@@ -31,6 +35,8 @@ _K1, _B = 1.2, 0.75
 class Ranker:
     settings: RankSettings
     trust: DomainTrust
+    embedder: Embedder | None = None
+    """Reranks with sentence embeddings when given (``RankSettings.rerank``)."""
 
     def rank(self, query: str, hits: list[SearchHit], *, today: date | None = None) -> list[SearchHit]:
         """``hits`` rescored and sorted best first (ties keep the provider's order); each carries its terms."""
@@ -49,8 +55,20 @@ class Ranker:
             parts["provider"] = self.settings.provider_weight * (1.0 - i / n)
             total = round(sum(parts.values()), 6)
             scored.append((total, i, replace(hit, score=total, rank_terms=parts)))
+        if self.embedder is not None:
+            scored = self._rerank(query, scored)
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [hit for _, _, hit in scored]
+
+    def _rerank(self, query: str, scored: list[tuple[float, int, SearchHit]]) -> list[tuple[float, int, SearchHit]]:
+        assert self.embedder is not None
+        sims = self.embedder.similarities(query, [f"{h.title}. {h.text}" for _, _, h in scored])
+        fused = fuse_scores([t for t, _, _ in scored], sims, weight=self.settings.rerank_weight)
+        out = []
+        for (_, i, hit), sim, score in zip(scored, sims, fused, strict=True):
+            terms = {**hit.rank_terms, "similarity": round(sim, 6)}
+            out.append((round(score, 6), i, replace(hit, score=round(score, 6), rank_terms=terms)))
+        return out
 
     def _terms(self, hit: SearchHit, terms: list[str], query_places: frozenset[str], today: date) -> dict[str, float]:
         s = self.settings

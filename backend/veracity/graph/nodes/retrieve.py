@@ -8,6 +8,7 @@ search itself fails is recorded as failed and the run goes on.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -99,7 +100,8 @@ async def _search_and_read(
         hits = await ctx.search.search(query=query, corpus=task["corpus"], k=ctx.limits.search_k)
         stat.queries += 1
         if ctx.ranker is not None:
-            hits = ctx.ranker.rank(query, hits)
+            # Off the event loop: the gazetteer and (when on) the embedding rerank are CPU work.
+            hits = await asyncio.to_thread(ctx.ranker.rank, query, hits)
         if any(h.fetch for h in hits):
             hits = hits[: ctx.pages_per_query]
         for hit in hits:
