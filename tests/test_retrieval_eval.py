@@ -15,6 +15,7 @@ from veracity.evals.ir_metrics import all_found_at_k, ndcg_at_k, recall_at_k
 from veracity.evals.retrieval import search_documents
 from veracity.evals.search_bench import bm25_tokens
 from veracity.rank.embed import INSTALL_HINT, Embedder, fuse_scores
+from veracity.search.local import LocalSearch
 
 
 def test_ndcg_at_10_with_binary_relevance() -> None:
@@ -131,8 +132,8 @@ async def test_search_keeps_accented_words_and_splits_at_apostrophes(names_url: 
 async def test_search_documents_collapses_passages_to_their_best(small_db_url: str) -> None:
     engine = make_engine(small_db_url)
     try:
-        async with make_sessionmaker(engine)() as session:
-            hits = await search_documents(session=session, corpus="small", query="coffee tea market", depth=10)
+        search = LocalSearch(make_sessionmaker(engine))
+        hits = await search_documents(search=search, corpus="small", query="coffee tea market", depth=10)
     finally:
         await engine.dispose()
     ids = [h.doc_id for h in hits]

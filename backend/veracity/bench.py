@@ -62,7 +62,7 @@ async def main() -> int:
         registry=SpecRegistry.load(),
         settings=settings,
         graph=build_graph(),
-        search=LocalSearch(sm),
+        search=LocalSearch(sm, memory_max_chunks=settings.search.memory_index_max_chunks),
     )
     print(f"market_brief on corpus {settings.corpus.default}, {REPEATS} runs per question (median)")
     print(f"{'question':<55} {'first event ms':>15} {'run ms':>10}")
@@ -82,7 +82,24 @@ async def main() -> int:
         await engine.dispose()
         scratch.cleanup()
     await fanout()
+    await search_and_ingest(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
     return 0
+
+
+async def search_and_ingest(eval_data: Path | None) -> None:
+    from veracity.evals.retrieval import DEFAULT_DATA
+    from veracity.evals.search_bench import bench_ingest_rate, bench_search_latency, format_latency
+
+    data = eval_data or DEFAULT_DATA
+    if not (data / "retrieval_scifact" / "corpus.jsonl").is_file():
+        print(f"\nsearch latency and ingest rate: skipped, no SciFact data at {data} (give its path: EVAL_DATA=…)")
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        print()
+        print(format_latency(await bench_search_latency(data, f"sqlite+aiosqlite:///{Path(scratch) / 'search.db'}")))
+    ingest = await bench_ingest_rate(data)
+    rate = ingest["docs_per_s"]
+    print(f"ingest: {ingest['documents']} SciFact documents in {ingest['seconds']:.1f} s = {rate:.0f} docs/s")
 
 
 async def fanout() -> None:

@@ -62,7 +62,7 @@ class _Runtime:
             registry=SpecRegistry.load(),
             settings=self.settings,
             graph=build_graph(),
-            search=LocalSearch(self.sessionmaker),
+            search=LocalSearch(self.sessionmaker, memory_max_chunks=self.settings.search.memory_index_max_chunks),
             web=web_retrieval(self.settings, self.sessionmaker),
             ranker=hit_ranker(self.settings),
             providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
@@ -137,7 +137,8 @@ def _search_hits(hits: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    from veracity.db.corpus_repo import corpus_counts, search_chunks
+    from veracity.db.corpus_repo import corpus_counts
+    from veracity.search.local import LocalSearch
 
     if args.query is None and args.queries is None:
         raise BadInput("give a QUERY or --queries FILE.jsonl")
@@ -149,9 +150,12 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                     messages.CORPUS_UNKNOWN.format(corpus=args.corpus, known=", ".join(sorted(counts)) or "none")
                 )
 
+            # The same search a run uses (the in-memory index, or FTS5 / full text for very large corpora).
+            local = LocalSearch(rt.sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks)
+
             async def run(query: str) -> list[dict[str, Any]]:
                 # Over-fetch passages so that k distinct documents survive the per-document collapse.
-                hits = await search_chunks(session=session, corpus=args.corpus, query=query, k=args.k * 3)
+                hits = await local.chunks(query=query, corpus=args.corpus, k=args.k * 3)
                 return _search_hits(hits)[: args.k]
 
             if args.queries:

@@ -67,6 +67,14 @@ class LimitSettings(BaseModel):
 
 
 class SearchSettings(BaseModel):
+    memory_index_max_chunks: int = Field(
+        default=200_000,
+        ge=0,
+        description=(
+            "Local corpora up to this many passages are searched through an in-memory BM25 index built on first use "
+            "(about 1 s per 8,000 passages); larger ones, or all when 0, through FTS5 / PostgreSQL full text."
+        ),
+    )
     web_backend: Literal["ddgs", "searxng"] = Field(
         default="ddgs",
         description="Web search backend when a run's source is the web: `ddgs` (DuckDuckGo and friends) or `searxng`.",

@@ -111,7 +111,7 @@ async def document_count(*, session: AsyncSession, corpus: str) -> int:
     return int(await session.scalar(select(func.count()).where(Document.corpus == corpus)) or 0)
 
 
-def _terms(query: str) -> list[str]:
+def query_terms(query: str) -> list[str]:
     """The query's content words as the index tokenises them. FTS5's unicode61 splits "O'Brien" into "o" and
     "brien" (so "obrien" matched nothing) and keeps letters of any script ("Lourenço", once dropped from the
     query): a word is split at its apostrophes and the short or stopword pieces left out. Only letters and digits
@@ -126,7 +126,7 @@ def _terms(query: str) -> list[str]:
 
 async def search_chunks(*, session: AsyncSession, corpus: str, query: str, k: int) -> list[ChunkHit]:
     """Best ``k`` chunks of ``corpus`` for ``query`` (higher score is better)."""
-    terms = _terms(query)
+    terms = query_terms(query)
     if not terms:
         return []
     dialect = session.bind.dialect.name if session.bind is not None else "sqlite"

@@ -125,7 +125,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
         try:
             await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
             graph = build_graph()
-            search = LocalSearch(sessionmaker)
+            search = LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks)
             ranker = hit_ranker(settings)
             for spec in specs:
                 for case in spec.eval_cases:

@@ -1,8 +1,8 @@
 """Search speed on BEIR SciFact: the local search against the rank-bm25 package, and the ingest rate.
 
 - ``bench_search_latency``: the 300 SciFact claims searched one at a time, in this process, by the local search
-  (``search_chunks`` over FTS5 or PostgreSQL, a short session per query as the ``local`` provider opens, passages
-  collapsed to their best 10 documents) and by ``rank_bm25.BM25Okapi`` over the same documents (title + text).
+  as runs use it (``LocalSearch``: the in-memory BM25 index, passages collapsed to their best 10 documents) and
+  by ``rank_bm25.BM25Okapi`` over the same documents (title + text).
   rank-bm25 gets the same words the local search sends (lower-cased, stopwords dropped, split at apostrophes; no
   stemming, which it lacks) and FTS5's constants (k1 1.2, b 0.75). Its index build is timed apart; a query's time
   is tokenising it, scoring every document and taking the top 10. Median and mean ms per query, the ratio of the
@@ -33,6 +33,7 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.evals.ir_metrics import mean, ndcg_at_k
 from veracity.evals.retrieval import DEFAULT_DATA, DEFAULT_DB, ensure_corpus, eval_sets, search_documents
+from veracity.search.local import LocalSearch
 from veracity.settings import get_settings
 from veracity.text import STOPWORDS, words
 
@@ -69,10 +70,13 @@ async def bench_search_latency(eval_data: Path, db_url: str) -> dict[str, Any]:
             path=data.corpus_file,
             chunk_chars=get_settings().corpus.chunk_chars,
         )
+        searcher = LocalSearch(sessionmaker)
+        started = time.perf_counter()
+        await searcher.chunks(query="warm up", corpus=CORPUS, k=1)  # the in-memory index is built on first use
+        local_build_s = time.perf_counter() - started
         for i, (qid, query) in enumerate(queries[:WARM_UP] + queries):
             started = time.perf_counter()
-            async with sessionmaker() as session:
-                hits = await search_documents(session=session, corpus=CORPUS, query=query, depth=TOP)
+            hits = await search_documents(search=searcher, corpus=CORPUS, query=query, depth=TOP)
             if i >= WARM_UP:
                 local_ms.append((time.perf_counter() - started) * 1000)
                 local_ndcg.append(ndcg_at_k([h.doc_id for h in hits], data.qrels[qid], TOP))
@@ -99,7 +103,7 @@ async def bench_search_latency(eval_data: Path, db_url: str) -> dict[str, Any]:
     return {
         "queries": len(queries),
         "documents": len(docs),
-        "local": local | {"ndcg@10": mean(local_ndcg)},
+        "local": local | {"ndcg@10": mean(local_ndcg), "index_build_s": local_build_s},
         "rank_bm25": reference | {"ndcg@10": mean(ref_ndcg), "index_build_s": build_s},
         "speedup_median": reference["median_ms"] / local["median_ms"],
         "speedup_mean": reference["mean_ms"] / local["mean_ms"],
@@ -138,7 +142,8 @@ def format_latency(result: dict[str, Any]) -> str:
         [
             f"SciFact search, {result['queries']} queries over {result['documents']} documents (top {TOP}):",
             f"  {'':<22} {'median ms':>10} {'mean ms':>9} {'nDCG@10':>8}",
-            row("local (FTS5 BM25)", result["local"]),
+            row("local (in-memory BM25)", result["local"])
+            + f"   (index build {result['local']['index_build_s']:.1f} s, not counted)",
             row("rank-bm25 BM25Okapi", ref) + f"   (index build {ref['index_build_s']:.1f} s, not counted)",
             f"  local is {result['speedup_median']:.1f}x faster by median, {result['speedup_mean']:.1f}x by mean",
         ]

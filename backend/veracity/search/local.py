@@ -1,22 +1,35 @@
-"""The ``local`` search provider: BM25 over a corpus in the database (FTS5 or PostgreSQL full text)."""
+"""The ``local`` search provider: BM25 over a corpus in the database.
+
+The fast path is the process's in-memory index of the corpus (``veracity.search.memindex``: eager BM25, scored
+like FTS5); FTS5 (SQLite) or PostgreSQL full text answers when the corpus is larger than the in-memory limit or
+the in-memory index is turned off.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from veracity.db.corpus_repo import search_chunks
+from veracity.db.corpus_repo import ChunkHit, search_chunks
 from veracity.graph.context import SearchHit
+from veracity.search.memindex import MemoryIndexes
 
 
 class LocalSearch:
     name = "local"
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], *, memory_max_chunks: int = 200_000) -> None:
         self._sessionmaker = sessionmaker
+        self.indexes = MemoryIndexes(sessionmaker, max_chunks=memory_max_chunks) if memory_max_chunks else None
+
+    async def chunks(self, *, query: str, corpus: str, k: int) -> list[ChunkHit]:
+        index = await self.indexes.get(corpus) if self.indexes is not None else None
+        if index is not None:
+            return index.search(query, k)
+        async with self._sessionmaker() as session:
+            return await search_chunks(session=session, corpus=corpus, query=query, k=k)
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
-        async with self._sessionmaker() as session:
-            hits = await search_chunks(session=session, corpus=corpus, query=query, k=k)
+        hits = await self.chunks(query=query, corpus=corpus, k=k)
         return [
             SearchHit(
                 doc_id=h.doc_id,

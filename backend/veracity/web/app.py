@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             registry=SpecRegistry.load(),
             settings=settings,
             graph=graph,
-            search=LocalSearch(sessionmaker),
+            search=LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks),
             web=web_retrieval(settings, sessionmaker),
             ranker=hit_ranker(settings),
             providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),

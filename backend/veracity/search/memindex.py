@@ -1,0 +1,180 @@
+"""An in-memory BM25 index per local corpus, scored eagerly: the fast path of the ``local`` search provider.
+
+FTS5 (or PostgreSQL full text) stays the durable index and the fallback; this is a cache of it in the process.
+At build time every (term, passage) pair gets its BM25 contribution precomputed, so a query is a handful of
+vector additions and a partial sort — no per-query scoring of every matching row (the BM25S idea: Lù, "BM25S:
+Orders of magnitude faster lexical search via eager sparse scoring", 2024).
+
+Scoring follows FTS5's ``bm25(chunks_fts, 2.0, 1.0)`` so both paths rank alike: Porter-stemmed words (FTS5's
+``porter unicode61``), k1 = 1.2, b = 0.75, the row length (title + text) against the corpus average, a column
+weight of 2 on the title, and idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6. One deliberate difference:
+N and n count this corpus only (FTS5 shares one table between corpora, so one corpus's word statistics leak
+into another's ranking).
+
+Freshness: an ingest in this process drops the corpus's index at once; another process's ingest is noticed
+by a (count, max id) check of the corpus's passages, made at most every ``RECHECK_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+import Stemmer
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from veracity.db.corpus_repo import ChunkHit, query_terms
+from veracity.db.models import Chunk, Document
+
+K1, B, TITLE_WEIGHT = 1.2, 0.75, 2.0
+RECHECK_SECONDS = 1.0
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # unicode61: letters and digits; everything else separates
+
+
+class Analyzer:
+    """Lower-cased unicode61 tokens without diacritics (FTS5's default ``remove_diacritics``), Porter-stemmed;
+    each distinct word is analysed once."""
+
+    def __init__(self) -> None:
+        self._stemmer = Stemmer.Stemmer("porter")
+        self._cache: dict[str, str] = {}
+
+    def stem(self, word: str) -> str:
+        stem = self._cache.get(word)
+        if stem is None:
+            plain = word if word.isascii() else _strip_diacritics(word)
+            stem = self._cache[word] = self._stemmer.stemWord(plain)
+        return stem
+
+    def tokens(self, text: str) -> list[str]:
+        return [stem for w in _TOKEN.findall(text.lower()) if (stem := self.stem(w))]
+
+
+def _strip_diacritics(word: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
+
+
+@dataclass(frozen=True)
+class Posting:
+    rows: npt.NDArray[np.int32]
+    impacts: npt.NDArray[np.float32]
+
+
+class MemoryIndex:
+    def __init__(self, hits: list[ChunkHit], analyzer: Analyzer | None = None) -> None:
+        self.hits = hits
+        self.analyzer = analyzer or Analyzer()
+        titles = [Counter(self.analyzer.tokens(h.title)) for h in hits]
+        texts = [Counter(self.analyzer.tokens(h.text)) for h in hits]
+        lengths = np.array([sum(t.values()) + sum(x.values()) for t, x in zip(titles, texts, strict=True)])
+        avg = float(lengths.mean()) if len(hits) else 1.0
+        norm = K1 * (1 - B + B * lengths / max(avg, 1e-9))
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for row, (title, body) in enumerate(zip(titles, texts, strict=True)):
+            for term in title.keys() | body.keys():
+                # As FTS5: the column weights scale the term's frequency, then one saturation over the row.
+                freq = TITLE_WEIGHT * title.get(term, 0) + body.get(term, 0)
+                part = freq * (K1 + 1) / (freq + norm[row])
+                rows, parts = postings.setdefault(term, ([], []))
+                rows.append(row)
+                parts.append(part)
+        n = len(hits)
+        self.postings: dict[str, Posting] = {}
+        for term, (rows, parts) in postings.items():
+            idf = max(math.log((n - len(rows) + 0.5) / (len(rows) + 0.5)), 1e-6)
+            self.postings[term] = Posting(np.array(rows, dtype=np.int32), np.array(parts, dtype=np.float32) * idf)
+
+    def search(self, query: str, k: int) -> list[ChunkHit]:
+        """Best ``k`` passages for the query's content words (an OR of them, as the FTS5 path sends)."""
+        stems = {self.analyzer.stem(t) for t in query_terms(query)}
+        postings = [self.postings[s] for s in stems if s in self.postings]
+        if not postings or k <= 0:
+            return []
+        scores = np.zeros(len(self.hits), dtype=np.float32)
+        for p in postings:
+            scores[p.rows] += p.impacts
+        k = min(k, int(np.count_nonzero(scores)))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.flatnonzero(scores)
+        # Highest score first; ties by row, which is passage-id order (rows are loaded sorted by id).
+        order = top[np.lexsort((top, -scores[top]))]
+        return [replace(self.hits[r], score=round(float(scores[r]), 6)) for r in order.tolist()]
+
+
+@dataclass
+class _Entry:
+    index: MemoryIndex
+    token: tuple[int, int]
+    checked: float
+
+
+class MemoryIndexes:
+    """The process's in-memory indexes, one per corpus, built on first use and rebuilt when the corpus changes."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], *, max_chunks: int) -> None:
+        self.sessionmaker = sessionmaker
+        self.max_chunks = max_chunks
+        self._entries: dict[str, _Entry] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def invalidate(self, corpus: str) -> None:
+        self._entries.pop(corpus, None)
+
+    async def get(self, corpus: str) -> MemoryIndex | None:
+        """The corpus's index, or None when the corpus is larger than ``max_chunks`` (FTS5 then answers)."""
+        entry = self._entries.get(corpus)
+        now = time.monotonic()
+        if entry is not None and now - entry.checked < RECHECK_SECONDS:
+            return entry.index
+        async with self._locks.setdefault(corpus, asyncio.Lock()):
+            entry = self._entries.get(corpus)
+            async with self.sessionmaker() as session:
+                token = await _token(session, corpus)
+                if entry is not None and entry.token == token:
+                    entry.checked = time.monotonic()
+                    return entry.index
+                if token[0] > self.max_chunks or token[0] == 0:
+                    return None
+                hits = await _all_chunks(session, corpus)
+            index = await asyncio.to_thread(MemoryIndex, hits)
+            self._entries[corpus] = _Entry(index=index, token=token, checked=time.monotonic())
+            return index
+
+
+async def _token(session: AsyncSession, corpus: str) -> tuple[int, int]:
+    row = (
+        await session.execute(select(func.count(), func.coalesce(func.max(Chunk.id), 0)).where(Chunk.corpus == corpus))
+    ).one()
+    return int(row[0]), int(row[1])
+
+
+async def _all_chunks(session: AsyncSession, corpus: str) -> list[ChunkHit]:
+    stmt = (
+        select(Chunk.id, Chunk.document_id, Document.doc_id, Chunk.title, Chunk.text, Chunk.start, Chunk.end)
+        .add_columns(Document.url, Document.published)
+        .join(Document, Document.id == Chunk.document_id)
+        .where(Chunk.corpus == corpus)
+        .order_by(Chunk.id)
+    )
+    return [
+        ChunkHit(
+            chunk_id=r[0],
+            doc_pk=r[1],
+            doc_id=r[2],
+            title=r[3] or "",
+            text=r[4],
+            start=r[5],
+            end=r[6],
+            score=0.0,
+            url=r[7],
+            published=r[8],
+        )
+        for r in (await session.execute(stmt)).all()
+    ]
