@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletionMessageParam
-from openai.types.chat.completion_create_params import ResponseFormat
 from pydantic import BaseModel, Field, ValidationError
 
-from veracity.compose.base import MalformedOutput, ModelError, Reviewer, ReviewRequest
+from veracity.compose.base import MalformedOutput, Reviewer, ReviewRequest
 from veracity.compose.parse import clean
 from veracity.domain import ReviewVerdict
 from veracity.guards.judge import GroundingJudge, Judgement, Label, Source, Span
 from veracity.guards.reviewer import parse_verdict
+from veracity.models.chat import ChatModel
+from veracity.models.chat import client as _client
+from veracity.models.chat import short as _short
 from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -79,93 +80,6 @@ def load_prompt(name: str) -> str:
 
 def _problems(exc: ValidationError) -> list[str]:
     return [f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}" for e in exc.errors()[:5]]
-
-
-def _short(text: object, limit: int = 300) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
-class ChatModel:
-    """One model behind an OpenAI-compatible endpoint, asked at temperature 0 for a JSON object of one schema.
-
-    A server that rejects ``json_schema`` response formats with a 400 is asked again with ``json_object``; when
-    that works, this instance keeps using ``json_object`` (the prompts spell the fields out either way)."""
-
-    def __init__(self, model: str, client: openai.AsyncOpenAI, schema_name: str, schema: dict[str, Any]) -> None:
-        self.model = model
-        self.client = client
-        self.schema_name = schema_name
-        self.schema = schema
-        self.structured = True
-
-    def _response_format(self, structured: bool) -> ResponseFormat:
-        if structured:
-            return {
-                "type": "json_schema",
-                "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema},
-            }
-        return {"type": "json_object"}
-
-    async def complete(self, system: str, user: str) -> str:
-        """The raw text of the model's answer."""
-        messages: list[ChatCompletionMessageParam] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
-        ]
-        try:
-            return await self._create(messages, self.structured)
-        except openai.BadRequestError as exc:
-            if not self.structured:
-                raise ModelError(f"model {self.model} rejected the request: {_short(exc.message)}") from exc
-            first = exc
-        try:
-            raw = await self._create(messages, False)
-        except openai.BadRequestError as exc:
-            raise ModelError(f"model {self.model} rejected the request: {_short(first.message)}") from exc
-        logger.warning(
-            "model %s rejected the json_schema response format (%s); using json_object from now on",
-            self.model,
-            _short(first.message, 200),
-        )
-        self.structured = False
-        return raw
-
-    async def _create(self, messages: list[ChatCompletionMessageParam], structured: bool) -> str:
-        try:
-            completion = await self.client.chat.completions.create(
-                model=self.model,
-                temperature=0,
-                messages=messages,
-                response_format=self._response_format(structured),
-            )
-        except openai.BadRequestError:
-            raise  # the caller decides: fall back to json_object, or fail
-        except openai.APITimeoutError as exc:
-            raise ModelError(f"model {self.model} timed out") from exc
-        except openai.APIConnectionError as exc:
-            raise ModelError(f"model {self.model} could not be reached: {_short(exc.message)}") from exc
-        except openai.APIStatusError as exc:
-            raise ModelError(f"model {self.model} failed with HTTP {exc.status_code}: {_short(exc.message)}") from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"model {self.model} failed: {_short(exc)}") from exc
-        try:
-            message = completion.choices[0].message
-            refusal = getattr(message, "refusal", None)
-            content = message.content
-        except (AttributeError, IndexError, TypeError):
-            raise MalformedOutput(["the response carries no message"], _short(completion, 2000)) from None
-        if refusal:
-            raise MalformedOutput([f"the model refused: {_short(refusal)}"], str(refusal))
-        if not isinstance(content, str) or not content.strip():
-            raise MalformedOutput(["output is empty"], content or "")
-        return content
-
-    async def aclose(self) -> None:
-        await self.client.close()
-
-
-def _client(base_url: str | None, api_key: str, timeout: float, max_retries: int) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -259,7 +173,11 @@ class ModelJudge:
     ) -> None:
         self.name = f"model:{model}"
         self.chat = ChatModel(
-            model, client or _client(base_url, api_key, timeout, max_retries), "grounding", GROUNDING_SCHEMA
+            model,
+            client or _client(base_url, api_key, timeout, max_retries),
+            "grounding",
+            GROUNDING_SCHEMA,
+            role="judge",
         )
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement:
@@ -311,7 +229,7 @@ class ModelReviewer:
     ) -> None:
         self.name = f"model:{model}"
         self.chat = ChatModel(
-            model, client or _client(base_url, api_key, timeout, max_retries), "review", REVIEW_SCHEMA
+            model, client or _client(base_url, api_key, timeout, max_retries), "review", REVIEW_SCHEMA, role="reviewer"
         )
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:
