@@ -28,7 +28,7 @@ class _Runtime:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.guards: tuple[object, ...] = ()
+        self.models: Any = None
 
     async def __aenter__(self) -> _Runtime:
         from veracity.corpus.bundled import ensure_bundled_corpora
@@ -42,21 +42,21 @@ class _Runtime:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
-        from veracity.guards.model import close_models
-
-        await close_models(*self.guards)
+        if self.models is not None:
+            await self.models.aclose()
         await self.engine.dispose()
 
     def service(self) -> Any:
+        from veracity.compose.extractive import ExtractiveComposer
         from veracity.graph.builder import build_graph
         from veracity.guards.judge import make_judge
-        from veracity.guards.model import guard_models
+        from veracity.models.providers import build_models
         from veracity.runs.service import Providers, RunService
         from veracity.search.local import LocalSearch
         from veracity.search.providers import hit_ranker, web_retrieval
         from veracity.specs.registry import SpecRegistry
 
-        judge, reviewer = self.guards = guard_models(self.settings)
+        models = self.models = build_models(self.settings)
         return RunService(
             sessionmaker=self.sessionmaker,
             registry=SpecRegistry.load(),
@@ -65,7 +65,11 @@ class _Runtime:
             search=LocalSearch(self.sessionmaker, memory_max_chunks=self.settings.search.memory_index_max_chunks),
             web=web_retrieval(self.settings, self.sessionmaker),
             ranker=hit_ranker(self.settings),
-            providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
+            providers=lambda: Providers(
+                composer=models.composer or ExtractiveComposer(),
+                judge=models.judge or make_judge(),
+                reviewer=models.reviewer,
+            ),
         )
 
 
@@ -220,17 +224,17 @@ async def _verify(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.errors import PipelineError
     from veracity.guards.io import VerifyItem, parse_lines, verify_items
     from veracity.guards.judge import make_judge
-    from veracity.guards.model import close_models, guard_models
+    from veracity.models.providers import build_models
 
     lines, source = _read_lines(args.file)
     items = parse_lines(lines, VerifyItem, source)
-    judge, reviewer = guard_models(settings)
+    models = build_models(settings)
     try:
-        results = await verify_items(items, judge or make_judge())
+        results = await verify_items(items, models.judge or make_judge())
     except (MalformedOutput, ModelError) as exc:
         raise PipelineError(f"the grounding judge failed: {exc}") from exc
     finally:
-        await close_models(judge, reviewer)
+        await models.aclose()
     for result in results:
         if args.json:
             print(json.dumps(result))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -155,7 +155,8 @@ class Report(BaseModel):
     outcome_reason: str | None = None
     sections: list[ReportSection]
     evidence: list[ReportEvidence]
-    metrics: dict[str, float | int | str | None] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    """Timings, counts, and (with a model provider) the run's model usage: calls, tokens, cost, per role."""
     notes: list[str] = Field(default_factory=list)
     disclaimer: str | None = None
     language: str | None = None

@@ -156,13 +156,20 @@ class RankSettings(BaseModel):
 
 
 class ModelSettings(BaseModel):
-    provider: Literal["none", "openai"] = Field(
-        default="none",
+    provider: Literal["extractive", "openai", "local"] = Field(
+        default="extractive",
         description=(
-            "Who judges and reviews: `none` = the offline lexical judge and rule reviewer only; `openai` = a model "
-            "judge (L2) and a model reviewer behind any OpenAI-compatible chat completions endpoint."
+            "Who drafts, judges and reviews: `extractive` = offline, no model (the extractive composer, the lexical "
+            "judge, the rule reviewer); `openai` = a model composer, judge and reviewer behind any OpenAI-compatible "
+            "endpoint (`base_url`); `local` = the same against SmolLM2-135M served on 127.0.0.1 from wheels."
         ),
     )
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _legacy_none(cls, value: object) -> object:
+        return "extractive" if value == "none" else value  # the name this setting had before model composers
+
     base_url: str | None = Field(
         default=None,
         description=(
@@ -173,6 +180,10 @@ class ModelSettings(BaseModel):
         default="not-needed",
         repr=False,
         description="API key sent to the model server (local servers ignore it). Never logged.",
+    )
+    composer_model: str = Field(default="gpt-4.1-mini", description="Model that drafts the report from the evidence.")
+    composer_max_tokens: int = Field(
+        default=1500, ge=64, le=16000, description="Longest draft the composer may write, in tokens."
     )
     judge_model: str = Field(default="gpt-4.1-mini", description="Model that labels each claim against its sources.")
     reviewer_model: str = Field(

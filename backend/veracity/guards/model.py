@@ -242,9 +242,9 @@ class ModelReviewer:
 
 def guard_models(settings: Settings) -> tuple[GroundingJudge | None, Reviewer | None]:
     """The configured model judge and reviewer, sharing one client; ``(None, None)`` when the provider is
-    ``none`` (the offline lexical judge and rule reviewer only)."""
+    ``extractive`` (the offline lexical judge and rule reviewer only)."""
     cfg = settings.model
-    if cfg.provider == "none":
+    if cfg.provider == "extractive":
         return None, None
     client = _client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
     logger.info(

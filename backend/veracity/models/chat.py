@@ -102,8 +102,9 @@ class ChatModel:
         if response_format is not None:
             options["response_format"] = response_format
         remaining = meter.remaining_seconds() if meter is not None else None
-        if remaining is not None:
-            options["timeout"] = max(remaining, 0.1)
+        configured = self.client.timeout if isinstance(self.client.timeout, int | float) else float("inf")
+        if remaining is not None and remaining < configured:
+            options["timeout"] = max(remaining, 0.1)  # the run's wall-time budget is nearer than the client's own
         started = time.perf_counter()
         try:
             completion = await self.client.chat.completions.create(

@@ -16,6 +16,7 @@ PIPELINE_EVENTS = (
     "complete",
 )
 GUARD_EVENTS = ("route_decided", "draft_composed", "revise_requested", "gate_rejected")
+MODEL_EVENTS = ("model_call",)
 ERROR_EVENTS = ("error",)
-ALL_EVENTS = PIPELINE_EVENTS + GUARD_EVENTS + ERROR_EVENTS
+ALL_EVENTS = PIPELINE_EVENTS + GUARD_EVENTS + MODEL_EVENTS + ERROR_EVENTS
 TERMINAL_EVENTS = frozenset({"complete", "error"})

@@ -59,6 +59,8 @@ class RunView:
     report: dict[str, Any] | None = None
     outcome: str | None = None
     error: str | None = None
+    model_usage: dict[str, Any] | None = None
+    """Model calls, tokens and cost so far (from the last ``model_call``)."""
 
     @property
     def opened_in_order(self) -> list[dict[str, Any]]:
@@ -136,6 +138,15 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
         return f"gate rejected the {p.get('outcome')} report: {'; '.join(p.get('problems', []))}", "failure"
     if name == "synthesize_complete":
         return f"decision {p.get('decision')}: {p.get('reason')}", "info"
+    if name == "model_call":
+        t = p.get("totals") or {}
+        cost = f", ${p['cost_usd']:.4f}" if p.get("cost_usd") is not None else ""
+        return (
+            f"{p.get('role')} call to {p.get('model')}: {p.get('prompt_tokens')} prompt + "
+            f"{p.get('completion_tokens')} completion tokens in {p.get('ms')} ms{cost} "
+            f"(run: {t.get('calls')} calls, {t.get('prompt_tokens')} + {t.get('completion_tokens')} tokens)",
+            "info",
+        )
     if name == "complete":
         return f"outcome {p.get('outcome')} (artifact v{p.get('version')})", "done"
     if name == "error":
@@ -218,6 +229,8 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
     elif name == "synthesize_complete":
         _set(view, "decide", "done")
         view.node_notes["decide"] = str(p.get("decision", ""))
+    elif name == "model_call":
+        view.model_usage = p.get("totals")
     elif name == "complete":
         view.status = "done"
         view.outcome = p.get("outcome")

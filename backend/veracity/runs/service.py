@@ -24,6 +24,7 @@ from veracity.errors import BadInput, NotFound
 from veracity.graph.builder import build_redraft_graph
 from veracity.graph.context import Context, HitRanker, RetrievalCoordinator, SearchProvider
 from veracity.guards.judge import GroundingJudge, make_judge
+from veracity.models.usage import UsageMeter, current_listener, current_meter
 from veracity.runs import gate
 from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.floor import floor_report, routed_report
@@ -228,6 +229,19 @@ class RunService:
                 await self.audit(run_id, stage, attempt, payload)
 
             web = self.web if corpus == WEB_SOURCE else None
+            budgets = spec.budgets
+            meter = UsageMeter(
+                max_calls=budgets.model_calls,
+                max_prompt_tokens=budgets.prompt_tokens,
+                max_completion_tokens=budgets.completion_tokens,
+                max_seconds=budgets.wall_seconds,
+            )
+            current_meter.set(meter)  # this task's context: every model call of the run is counted
+
+            async def on_call(row: dict[str, Any]) -> None:
+                await self.emit(run_id, "model_call", row)
+
+            current_listener.set(on_call)
             context = Context(
                 spec=spec,
                 search=web.search if web else self.search,
@@ -427,4 +441,5 @@ class RunService:
             "claims": sum(len(s.claims) for s in draft),
             "attempts": state.get("attempt", 0),
             "confidence": state.get("confidence"),
+            "model": meter.totals() if (meter := current_meter.get()) is not None else None,
         }

@@ -55,8 +55,14 @@ class Budgets(Strict):
     queries_per_subtask: int = Field(default=2, ge=1, le=8)
     max_pages: int = Field(default=32, ge=1, le=500)
     drafting_attempts: int = Field(default=2, ge=1, le=5)
-    model_calls: int = Field(default=0, ge=0)
-    tokens: int = Field(default=0, ge=0)
+    model_calls: int = Field(default=60, ge=0, description="Model calls one run may make (0 = no limit).")
+    prompt_tokens: int = Field(default=200_000, ge=0, description="Prompt tokens one run may send (0 = no limit).")
+    completion_tokens: int = Field(
+        default=40_000, ge=0, description="Completion tokens one run may receive (0 = no limit)."
+    )
+    wall_seconds: float = Field(
+        default=600.0, ge=0, description="Wall time for a run's model calls, from its start (0 = no limit)."
+    )
 
 
 class ClassifierDomain(Strict):

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from veracity import __version__
+from veracity.compose.extractive import ExtractiveComposer
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.engine import make_engine, make_sessionmaker
@@ -22,7 +23,7 @@ from veracity.errors import VeracityError
 from veracity.fetch.canonical import host_of
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
-from veracity.guards.model import close_models, guard_models
+from veracity.models.providers import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.search.providers import hit_ranker, web_retrieval
@@ -55,7 +56,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 logger.info("default corpus loaded: %s", report.as_dict())
         await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
         graph = build_graph()
-        judge, reviewer = guard_models(settings)
+        models = build_models(settings)
         service = RunService(
             sessionmaker=sessionmaker,
             registry=SpecRegistry.load(),
@@ -64,7 +65,11 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             search=LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks),
             web=web_retrieval(settings, sessionmaker),
             ranker=hit_ranker(settings),
-            providers=lambda: Providers(judge=judge or make_judge(), reviewer=reviewer),
+            providers=lambda: Providers(
+                composer=models.composer or ExtractiveComposer(),
+                judge=models.judge or make_judge(),
+                reviewer=models.reviewer,
+            ),
         )
         interrupted = await service.recover_interrupted()
         if interrupted:
@@ -77,7 +82,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             yield
         finally:
             await service.shutdown()
-            await close_models(judge, reviewer)
+            await models.aclose()
             await engine.dispose()
 
     app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)

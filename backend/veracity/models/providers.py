@@ -1,0 +1,69 @@
+"""The model side of runs, from settings: who drafts, who judges, who reviews (one client shared)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import openai
+
+from veracity.compose.base import Composer, Reviewer
+from veracity.guards.judge import GroundingJudge
+from veracity.models.local import MODEL_ALIAS, LocalModelServer
+from veracity.settings import Settings
+
+
+@dataclass
+class ModelSet:
+    composer: Composer | None = None
+    judge: GroundingJudge | None = None
+    reviewer: Reviewer | None = None
+    clients: list[openai.AsyncOpenAI] = field(default_factory=list)
+    local: LocalModelServer | None = None
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.close()
+        if self.local is not None:
+            self.local.stop()
+
+
+def build_models(settings: Settings) -> ModelSet:
+    """Nothing for ``extractive``; for ``openai`` a model composer, judge and reviewer behind one client; for
+    ``local`` the same after starting the bundled model on 127.0.0.1 (every role is that model)."""
+    cfg = settings.model
+    if cfg.provider == "extractive":
+        return ModelSet()
+    local = None
+    if cfg.provider == "local":
+        local = LocalModelServer().start()
+        cfg = cfg.model_copy(
+            update={
+                "base_url": local.base_url,
+                "composer_model": MODEL_ALIAS,
+                "judge_model": MODEL_ALIAS,
+                "reviewer_model": MODEL_ALIAS,
+            }
+        )
+    from veracity.compose.model import CONTRACT_SCHEMA, ModelComposer
+    from veracity.guards.model import ModelJudge, ModelReviewer
+    from veracity.models.chat import ChatModel, client
+
+    shared = client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
+    composer = ModelComposer(
+        prose=ChatModel(cfg.composer_model, shared, role="composer", max_tokens=cfg.composer_max_tokens),
+        contract=ChatModel(
+            cfg.composer_model,
+            shared,
+            "answer",
+            CONTRACT_SCHEMA,
+            role="composer",
+            max_tokens=cfg.composer_max_tokens,
+        ),
+    )
+    return ModelSet(
+        composer=composer,
+        judge=ModelJudge(cfg.judge_model, client=shared),
+        reviewer=ModelReviewer(cfg.reviewer_model, client=shared),
+        clients=[shared],
+        local=local,
+    )

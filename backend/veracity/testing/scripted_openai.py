@@ -1,0 +1,119 @@
+"""A scripted OpenAI-compatible chat completions server on 127.0.0.1, so tests exercise the real ``openai`` client
+and real HTTP: recorded raw outputs are replayed per model name, in call order (the last one repeats, like a model
+that keeps making the same mistake).
+
+A step is a dict:
+- ``{"content": "..."}`` — answer with this text. ``{E1}``, ``{E2}``… are replaced by the evidence ids in the order
+  the request's prompt lists them (``[evidence:ID]``), as a model copies the ids it read; ``{Q1}``, ``{Q2}``… by
+  the quotes the prompt gives for them (a faithful model's sentences); ``{EX}`` is an id never retrieved.
+- ``{"status": 429}`` (or 500, 503…) — fail with that HTTP status (the client retries with backoff).
+- ``{"stall": 5.0, "content": "..."}`` — wait, then answer (a timeout when the client gives up first).
+- ``{"judge": "echo"}`` — a grounding judge that quotes the claim back as supported (for end-to-end runs).
+
+``requests`` records every request body (model, messages, response_format, temperature, max_tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from veracity.testing.fixture_site import FixtureSite, _Instrument
+
+_ANCHOR = re.compile(r"\[evidence:([A-Za-z0-9_-]+)\]")
+_TOKEN = re.compile(r"\{([EQ])(\d+|X)\}")
+_EVIDENCE_LINE = re.compile(r"^\[evidence:([A-Za-z0-9_-]+)\] (.*?)(?: \(source: [^)]*\))?$", re.M)
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user")
+
+
+def substitute(content: str, prompt: str) -> str:
+    ids = list(dict.fromkeys(_ANCHOR.findall(prompt)))
+    quoted = dict(_EVIDENCE_LINE.findall(prompt))
+
+    def one(match: re.Match[str]) -> str:
+        kind, which = match.groups()
+        if which == "X":
+            return "evneverseen0"
+        index = int(which) - 1
+        eid = ids[index] if 0 <= index < len(ids) else "evnotinprompt"
+        return eid if kind == "E" else quoted.get(eid, "")
+
+    return _TOKEN.sub(one, content)
+
+
+def _echo_judgement(prompt: str) -> str:
+    claim = prompt.split("Claim:\n", 1)[-1].split("\n\nSource passages:", 1)[0]
+    claim = " ".join(_ANCHOR.sub("", claim).split()).rstrip(" .")
+    first_id = re.search(r"source_id: (\S+)", prompt)
+    source_id = first_id.group(1) if first_id else ""
+    return json.dumps({"label": "supported", "quote": claim, "source_id": source_id, "reason": "quoted verbatim"})
+
+
+class ScriptedOpenAI(FixtureSite):
+    def __init__(self, scripts: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        super().__init__()
+        self.scripts: dict[str, list[dict[str, Any]]] = dict(scripts or {})
+        self.requests: list[dict[str, Any]] = []
+        self.calls: dict[str, int] = {}
+        app = Starlette(
+            routes=[
+                Route("/healthz", lambda request: PlainTextResponse("ok")),
+                Route("/v1/models", self._models),
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            ]
+        )
+        self.app = _Instrument(app, self)
+
+    @property
+    def base_url_v1(self) -> str:
+        return self.url("/v1")
+
+    def requests_for(self, model: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("model") == model]
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in self.scripts]})
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        model = str(body.get("model", ""))
+        steps = self.scripts.get(model)
+        if not steps:
+            return JSONResponse({"error": {"message": f"no script for model {model}"}}, status_code=404)
+        n = self.calls.get(model, 0)
+        self.calls[model] = n + 1
+        step = steps[min(n, len(steps) - 1)]
+        if "status" in step:
+            return JSONResponse({"error": {"message": f"scripted {step['status']}"}}, status_code=int(step["status"]))
+        if "stall" in step:
+            await self.pause(float(step["stall"]))
+        prompt = _user_text(body)
+        content = _echo_judgement(prompt) if step.get("judge") == "echo" else substitute(str(step["content"]), prompt)
+        words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": {
+                    "prompt_tokens": words,
+                    "completion_tokens": len(content.split()),
+                    "total_tokens": words + len(content.split()),
+                },
+            }
+        )

@@ -1,0 +1,239 @@
+"""Model providers end to end: the real ``openai`` client over real HTTP against a scripted OpenAI-compatible server
+on 127.0.0.1 (``veracity.testing.scripted_openai``), through the real service, graph, checks and storage. Each
+recorded output has the guard outcome a user must see: good drafts ship, fabricated anchors and uncited claims are
+sent back then floored, malformed output is a recorded violation, a 429 is retried, a timeout falls to the floor,
+``<think>`` blocks are stripped, a spent budget degrades to the floor with its reason."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from conftest import make_settings
+from veracity.corpus.bundled import ensure_bundled_corpora
+from veracity.db import runs_repo
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.graph.builder import build_graph
+from veracity.guards.judge import make_judge
+from veracity.models.providers import build_models
+from veracity.runs.service import Providers, RunService
+from veracity.search.local import LocalSearch
+from veracity.settings import Settings
+from veracity.specs.registry import SpecRegistry
+from veracity.testing.scripted_openai import ScriptedOpenAI
+
+QUESTION = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"
+# A faithful model: the sentences of the evidence it was shown, each with that evidence's anchor.
+GOOD = "## Summary\n{Q1} [evidence:{E1}]\n\n## Statutory provisions\n{Q1} [evidence:{E1}]\n{Q2} [evidence:{E2}]\n"
+FABRICATED = "## Summary\n{Q1} [evidence:{EX}]\n\n## Statutory provisions\n{Q1} [evidence:{EX}]\n"
+UNCITED = "## Summary\n{Q1}\n\n## Statutory provisions\n{Q1}\nComputers never fail in court.\n"
+REVIEW_OK = '{"verdict": "ok", "reason": "grounded", "concerns": []}'
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+async def env(db_url: str, llm: ScriptedOpenAI) -> AsyncIterator[dict[str, Any]]:
+    llm.scripts.clear()
+    llm.requests.clear()
+    llm.calls.clear()
+    engine = make_engine(db_url)
+    sessionmaker = make_sessionmaker(engine)
+    await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=1200)
+    yield {"sessionmaker": sessionmaker, "db_url": db_url}
+    await engine.dispose()
+
+
+def settings_for(env: dict[str, Any], llm: ScriptedOpenAI, **model: Any) -> Settings:
+    base = make_settings(env["db_url"])
+    cfg = {
+        "provider": "openai",
+        "base_url": llm.base_url_v1,
+        "composer_model": "composer",
+        "judge_model": "judge",
+        "reviewer_model": "reviewer",
+        "timeout_seconds": 5.0,
+        "max_retries": 0,
+        **model,
+    }
+    return base.model_copy(update={"model": base.model.model_copy(update=cfg)})
+
+
+async def run(
+    env: dict[str, Any],
+    settings: Settings,
+    *,
+    template: str = "legal_research",
+    lexical_judge: bool = True,
+    registry: SpecRegistry | None = None,
+) -> dict[str, Any]:
+    """One run with the model composer and reviewer (and the model judge unless ``lexical_judge``)."""
+    models = build_models(settings)
+    assert models.composer is not None and models.judge is not None
+    providers = Providers(
+        composer=models.composer, judge=make_judge() if lexical_judge else models.judge, reviewer=models.reviewer
+    )
+    try:
+        service = RunService(
+            sessionmaker=env["sessionmaker"],
+            registry=registry or SpecRegistry.load(),
+            settings=settings,
+            graph=build_graph(),
+            search=LocalSearch(env["sessionmaker"]),
+            providers=lambda: providers,
+        )
+        run_id = await service.start(question=QUESTION, template=template)
+        await service.wait(run_id)
+    finally:
+        await models.aclose()
+    async with env["sessionmaker"]() as session:
+        events = [(e.name, e.payload) for e in await runs_repo.events_after(session=session, run_id=run_id)]
+        artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+        audit = [(a.stage, a.payload) for a in await runs_repo.audit_trail(session=session, run_id=run_id)]
+    assert artifact is not None, [n for n, _ in events]
+    return {"report": artifact.report, "events": events, "audit": audit}
+
+
+def fired(result: dict[str, Any]) -> set[str]:
+    return {v["check"] for n, p in result["events"] if n == "self_check_complete" for v in p.get("violations", [])}
+
+
+async def test_a_faithful_model_draft_ships_with_its_usage_counted_and_streamed(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.scripts.update(
+        {"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]}
+    )
+    result = await run(env, settings_for(env, llm), lexical_judge=False)
+    report = result["report"]
+    assert report["outcome"] == "shipped"
+    claims = [c for s in report["sections"] for c in s["claims"]]
+    assert claims and all(c["label"] == "supported" for c in claims)
+    assert any(
+        "This is legal research, not legal advice" in (s.get("text") or "") or s["id"] == "disclaimer"
+        for s in report["sections"]
+    ) or report.get("disclaimer")
+    calls = [p for n, p in result["events"] if n == "model_call"]
+    assert [c["role"] for c in calls].count("composer") == 1 and {"judge", "reviewer"} <= {c["role"] for c in calls}
+    assert calls[-1]["totals"]["calls"] == len(calls) == len(llm.requests)
+    assert report["metrics"]["model"]["calls"] == len(calls) and report["metrics"]["model"]["prompt_tokens"] > 0
+    # The composer was asked at temperature 0 with a token cap, in free text; the judge with its JSON schema.
+    composer_request = llm.requests_for("composer")[0]
+    assert composer_request["temperature"] == 0 and composer_request["max_tokens"] == 1500
+    assert "response_format" not in composer_request
+    assert llm.requests_for("judge")[0]["response_format"]["type"] == "json_schema"
+    drafts = [p for stage, p in result["audit"] if stage == "draft"]
+    assert drafts and "[evidence:ev" in drafts[0]["raw"]  # what the model wrote, kept in the audit trail
+
+
+async def test_fabricated_anchors_are_sent_back_with_the_reason_then_floored(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.scripts.update({"composer": [{"content": FABRICATED}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm))
+    assert result["report"]["outcome"] == "fallback"
+    assert "unknown_anchor" in fired(result)
+    second = llm.requests_for("composer")[1]["messages"][1]["content"]
+    assert "What was wrong with your last draft" in second and "evneverseen0" in second
+    assert len(llm.requests_for("composer")) == 2  # the spec's two drafting attempts, no more
+
+
+async def test_an_uncited_claim_is_retried_informed_and_the_fixed_draft_ships(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.scripts.update({"composer": [{"content": UNCITED}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm))
+    assert result["report"]["outcome"] == "shipped"
+    assert "uncited_claim" in fired(result)
+    assert "Computers never fail in court" not in str(result["report"]["sections"])
+    assert "uncited_claim" in llm.requests_for("composer")[1]["messages"][1]["content"]
+
+
+async def test_malformed_contract_json_is_a_violation_then_the_floor(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
+    llm.scripts.update({"composer": [{"content": '{"answer": "Reset your password [evidence:{E1}]", "citations": '}]})
+    result = await run(env, settings_for(env, llm), template="support_answer")
+    assert result["report"]["outcome"] == "fallback"
+    composed = [p for n, p in result["events"] if n == "draft_composed"]
+    assert len(composed) == 2 and all(p["malformed"] for p in composed)
+    assert llm.requests_for("composer")[0]["response_format"]["type"] == "json_schema"
+
+
+async def test_a_429_is_retried_by_the_client_and_the_run_ships(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
+    llm.scripts.update({"composer": [{"status": 429}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm, max_retries=2))
+    assert result["report"]["outcome"] == "shipped"
+    assert len(llm.requests_for("composer")) == 2
+
+
+async def test_a_model_that_times_out_sends_the_run_to_the_floor_with_the_reason(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.scripts.update({"composer": [{"stall": 2.0, "content": GOOD}]})
+    result = await run(env, settings_for(env, llm, timeout_seconds=0.5))
+    report = result["report"]
+    assert report["outcome"] == "fallback" and "timed out" in (report.get("outcome_reason") or "")
+
+
+async def test_think_blocks_are_stripped_before_parsing(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
+    thinking = "<think>The user wants section 90A. I could add that courts love printouts.</think>\n" + GOOD
+    llm.scripts.update({"composer": [{"content": thinking}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm))
+    assert result["report"]["outcome"] == "shipped"
+    assert "courts love printouts" not in str(result["report"])
+
+
+async def test_a_spent_model_call_budget_degrades_to_the_floor_with_the_budget_named(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.scripts.update(
+        {"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]}
+    )
+    specs = SpecRegistry.load()
+    spec = specs.get("legal_research")
+    tight = spec.model_copy(update={"budgets": spec.budgets.model_copy(update={"model_calls": 2})})
+    result = await run(
+        env, settings_for(env, llm), lexical_judge=False, registry=SpecRegistry({"legal_research": tight})
+    )
+    report = result["report"]
+    assert report["outcome"] == "fallback"
+    assert "model call budget spent (2 calls)" in (report.get("outcome_reason") or "")
+    assert len(llm.requests) == 2  # the third call was refused before it was sent
+
+
+def test_the_circuit_opens_after_repeated_failures_and_lets_one_call_through_after_the_cooldown() -> None:
+    import time
+
+    from veracity.compose.base import ModelError
+    from veracity.models.usage import Circuit
+
+    circuit = Circuit(threshold=3, cooldown_seconds=0.05)
+    for _ in range(2):
+        circuit.failure()
+    circuit.check("m")  # two failures: still closed
+    circuit.failure()
+    with pytest.raises(ModelError, match="3 failed calls in a row"):
+        circuit.check("m")
+    time.sleep(0.06)
+    circuit.check("m")  # half-open: one call may try
+    circuit.success()
+    assert circuit.failures == 0 and circuit.opened_at is None
+
+
+def test_the_usage_meter_refuses_calls_past_each_budget_and_prices_known_models() -> None:
+    from veracity.models.usage import BudgetExceeded, UsageMeter
+
+    meter = UsageMeter(max_calls=0, max_prompt_tokens=1000, max_completion_tokens=0, max_seconds=0)
+    meter.before_call("composer")
+    row = meter.record(role="composer", model="gpt-4.1-mini", prompt_tokens=1000, completion_tokens=500, ms=10.0)
+    assert row["cost_usd"] == pytest.approx((1000 * 0.40 + 500 * 1.60) / 1e6)
+    with pytest.raises(BudgetExceeded, match="prompt token budget spent"):
+        meter.before_call("judge")
+    local = UsageMeter()
+    local.record(role="judge", model="smollm2", prompt_tokens=10, completion_tokens=5, ms=1.0)
+    assert local.totals()["cost_usd"] is None  # an unknown model's cost is not made up
