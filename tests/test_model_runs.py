@@ -6,6 +6,7 @@ sent back then floored, malformed output is a recorded violation, a 429 is retri
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -123,10 +124,15 @@ async def test_a_faithful_model_draft_ships_with_its_usage_counted_and_streamed(
     assert [c["role"] for c in calls].count("composer") == 1 and {"judge", "reviewer"} <= {c["role"] for c in calls}
     assert calls[-1]["totals"]["calls"] == len(calls) == len(llm.requests)
     assert report["metrics"]["model"]["calls"] == len(calls) and report["metrics"]["model"]["prompt_tokens"] > 0
-    # The composer was asked at temperature 0 with a token cap, in free text; the judge with its JSON schema.
+    # The composer was asked at temperature 0 with a token cap and a schema whose anchors can only be the evidence
+    # ids it was shown (this server answers in Markdown anyway, which the parser also reads); the judge likewise.
     composer_request = llm.requests_for("composer")[0]
     assert composer_request["temperature"] == 0 and composer_request["max_tokens"] == 1500
-    assert "response_format" not in composer_request
+    schema = composer_request["response_format"]["json_schema"]["schema"]
+    sentence = schema["properties"]["sections"]["items"]["properties"]["sentences"]["items"]
+    allowed = sentence["properties"]["evidence_ids"]["items"]["enum"]
+    shown = re.findall(r"\[evidence:([A-Za-z0-9_-]+)\]", composer_request["messages"][1]["content"])
+    assert allowed == list(dict.fromkeys(shown)) and allowed
     assert llm.requests_for("judge")[0]["response_format"]["type"] == "json_schema"
     drafts = [p for stage, p in result["audit"] if stage == "draft"]
     assert drafts and "[evidence:ev" in drafts[0]["raw"]  # what the model wrote, kept in the audit trail
@@ -178,6 +184,21 @@ async def test_a_model_that_times_out_sends_the_run_to_the_floor_with_the_reason
     result = await run(env, settings_for(env, llm, timeout_seconds=0.5))
     report = result["report"]
     assert report["outcome"] == "fallback" and "timed out" in (report.get("outcome_reason") or "")
+
+
+async def test_a_structured_json_draft_is_read_and_its_sentences_anchored(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    draft = (
+        '{"sections": [{"title": "Summary", "sentences": [{"text": "{Q1}", "evidence_ids": ["{E1}"]}]},'
+        ' {"title": "Statutory provisions", "sentences": [{"text": "{Q2}", "evidence_ids": ["{E2}"]}]}]}'
+    )
+    llm.scripts.update({"composer": [{"content": draft}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm))
+    assert result["report"]["outcome"] == "shipped"
+    sections = {s["id"]: s["claims"] for s in result["report"]["sections"]}
+    assert sections["summary"] and sections["provisions"]
+    assert all(c["evidence_ids"] for claims in sections.values() for c in claims)
 
 
 async def test_think_blocks_are_stripped_before_parsing(env: dict[str, Any], llm: ScriptedOpenAI) -> None:

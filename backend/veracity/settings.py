@@ -185,6 +185,15 @@ class ModelSettings(BaseModel):
     composer_max_tokens: int = Field(
         default=1500, ge=64, le=16000, description="Longest draft the composer may write, in tokens."
     )
+    local_max_tokens: int = Field(
+        default=400,
+        ge=32,
+        le=4000,
+        description=(
+            "Cap on every answer of the bundled local model (a 135M model that is not stopped repeats itself; "
+            "on 2 CPU cores it writes about 60 tokens/s)."
+        ),
+    )
     judge_model: str = Field(default="gpt-4.1-mini", description="Model that labels each claim against its sources.")
     reviewer_model: str = Field(
         default="gpt-4.1-mini", description="Model that reviews a checked draft before it ships."

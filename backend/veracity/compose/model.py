@@ -31,6 +31,68 @@ CONTRACT_SCHEMA: dict[str, Any] = {
 }
 
 
+MAX_SENTENCE_CHARS = 400
+MAX_SENTENCES = 6
+
+
+def draft_schema(request: ComposeRequest) -> dict[str, Any]:
+    """The sections draft as JSON whose anchors can only be the evidence ids the prompt lists (an enum: a server
+    with structured outputs cannot even write a fabricated anchor; one without still has L1 behind it), with
+    lengths capped so a small model cannot run off."""
+    spec = request.spec
+    shown = [
+        eid for s in spec.evidence_sections for eid in request.section_evidence.get(s.id, [])[:MAX_EVIDENCE_PER_SECTION]
+    ]
+    ids = list(dict.fromkeys(shown)) or ["none"]
+    sentence = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "maxLength": MAX_SENTENCE_CHARS},
+            "evidence_ids": {"type": "array", "items": {"type": "string", "enum": ids}, "minItems": 1, "maxItems": 3},
+        },
+        "required": ["text", "evidence_ids"],
+        "additionalProperties": False,
+    }
+    section = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "enum": [s.title for s in spec.sections]},
+            "sentences": {"type": "array", "items": sentence, "maxItems": MAX_SENTENCES},
+        },
+        "required": ["title", "sentences"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"sections": {"type": "array", "items": section, "maxItems": len(spec.sections)}},
+        "required": ["sections"],
+        "additionalProperties": False,
+    }
+
+
+def sections_markdown(text: str) -> str:
+    """A structured sections draft as the Markdown the parser reads (each sentence followed by its anchors);
+    anything that is not such JSON is returned as it is (a model may answer in Markdown directly)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if not isinstance(data, dict) or not isinstance(data.get("sections"), list):
+        return text
+    lines: list[str] = []
+    for section in data["sections"]:
+        if not isinstance(section, dict):
+            continue
+        lines += [f"## {section.get('title', '')}", ""]
+        for sentence in section.get("sentences") or []:
+            if isinstance(sentence, dict):
+                ids = [i for i in sentence.get("evidence_ids") or [] if isinstance(i, str)]
+                anchors = " ".join(f"[evidence:{i}]" for i in ids)
+                lines.append(f"{' '.join(str(sentence.get('text', '')).split())} {anchors}".strip())
+        lines.append("")
+    return "\n".join(lines)
+
+
 def evidence_lines(ids: list[str], by_id: dict[str, Evidence]) -> list[str]:
     lines = []
     for eid in ids[:MAX_EVIDENCE_PER_SECTION]:
@@ -65,7 +127,8 @@ def compose_prompt(request: ComposeRequest) -> str:
 
 
 class ModelComposer:
-    """``prose`` writes the Markdown sections (free text); ``contract`` the JSON contract (with its schema)."""
+    """``prose`` writes the sections (as JSON of a schema built per run, or Markdown from a server that ignores the
+    format); ``contract`` the JSON contract (with its schema)."""
 
     def __init__(self, prose: ChatModel, contract: ChatModel) -> None:
         self.prose, self.contract = prose, contract
@@ -73,9 +136,14 @@ class ModelComposer:
 
     async def compose(self, request: ComposeRequest) -> Draft:
         contract = request.spec.composer.output == "json_contract"
-        chat, prompt = (self.contract, "composer_contract") if contract else (self.prose, "composer")
-        raw = await chat.complete(load_prompt(prompt), compose_prompt(request))
-        text = clean(raw)
+        if contract:
+            raw = await self.contract.complete(load_prompt("composer_contract"), compose_prompt(request))
+            text = clean(raw)
+        else:
+            raw = await self.prose.complete(
+                load_prompt("composer"), compose_prompt(request), schema=draft_schema(request)
+            )
+            text = sections_markdown(clean(raw))
         disclaimer, _ = disclaimer_for(request.spec, text or request.question)
         if disclaimer:
             text = _with_disclaimer(text, disclaimer, contract)

@@ -170,6 +170,7 @@ class ModelJudge:
         timeout: float = 30.0,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
+        max_tokens: int = 1024,
     ) -> None:
         self.name = f"model:{model}"
         self.chat = ChatModel(
@@ -178,6 +179,7 @@ class ModelJudge:
             "grounding",
             GROUNDING_SCHEMA,
             role="judge",
+            max_tokens=max_tokens,
         )
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement:
@@ -226,10 +228,16 @@ class ModelReviewer:
         timeout: float = 30.0,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
+        max_tokens: int = 1024,
     ) -> None:
         self.name = f"model:{model}"
         self.chat = ChatModel(
-            model, client or _client(base_url, api_key, timeout, max_retries), "review", REVIEW_SCHEMA, role="reviewer"
+            model,
+            client or _client(base_url, api_key, timeout, max_retries),
+            "review",
+            REVIEW_SCHEMA,
+            role="reviewer",
+            max_tokens=max_tokens,
         )
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:

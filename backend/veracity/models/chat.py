@@ -56,32 +56,36 @@ class ChatModel:
         self.role = role
         self.max_tokens = max_tokens
         self.circuit = circuit or Circuit()
-        self.structured = schema is not None
+        self.structured = True
+        """False once the server has rejected a ``json_schema`` format: later calls send ``json_object``."""
 
-    def _response_format(self, structured: bool) -> dict[str, Any] | None:
-        if self.schema is None:
+    def _response_format(self, structured: bool, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None:
             return None
         if structured:
             return {
                 "type": "json_schema",
-                "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema},
+                "json_schema": {"name": self.schema_name or "answer", "strict": True, "schema": schema},
             }
         return {"type": "json_object"}
 
-    async def complete(self, system: str, user: str) -> str:
-        """The raw text of the model's answer."""
+    async def complete(self, system: str, user: str, *, schema: dict[str, Any] | None = None) -> str:
+        """The raw text of the model's answer. ``schema`` replaces the instance's schema for this call (a schema
+        built from the run, e.g. an enum of the evidence ids the model may cite)."""
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
         ]
+        schema = schema if schema is not None else self.schema
+        structured = self.structured and schema is not None
         try:
-            return await self._create(messages, self.structured)
+            return await self._create(messages, structured, schema)
         except openai.BadRequestError as exc:
-            if not self.structured:
+            if not structured:
                 raise ModelError(f"model {self.model} rejected the request: {short(exc.message)}") from exc
             first = exc
         try:
-            raw = await self._create(messages, False)
+            raw = await self._create(messages, False, schema)
         except openai.BadRequestError as exc:
             raise ModelError(f"model {self.model} rejected the request: {short(first.message)}") from exc
         logger.warning(
@@ -92,13 +96,15 @@ class ChatModel:
         self.structured = False
         return raw
 
-    async def _create(self, messages: list[ChatCompletionMessageParam], structured: bool) -> str:
+    async def _create(
+        self, messages: list[ChatCompletionMessageParam], structured: bool, schema: dict[str, Any] | None
+    ) -> str:
         meter = current_meter.get()
         if meter is not None:
             meter.before_call(self.role)
         self.circuit.check(self.model)
         options: dict[str, Any] = {}
-        response_format = self._response_format(structured)
+        response_format = self._response_format(structured, schema)
         if response_format is not None:
             options["response_format"] = response_format
         remaining = meter.remaining_seconds() if meter is not None else None

