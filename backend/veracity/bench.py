@@ -83,7 +83,66 @@ async def main() -> int:
         scratch.cleanup()
     await fanout()
     await search_and_ingest(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    await local_model_run()
     return 0
+
+
+async def local_model_run() -> None:
+    """One `legal_research` run with the bundled local model: model calls, tokens and time per stage."""
+    from veracity.corpus.bundled import ensure_bundled_corpora
+    from veracity.db.migrate import upgrade
+    from veracity.models.local import LocalModelUnavailable
+    from veracity.models.providers import build_models
+    from veracity.runs.service import Providers
+    from veracity.settings import Settings
+
+    question = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"
+    with tempfile.TemporaryDirectory() as scratch:
+        url = f"sqlite+aiosqlite:///{Path(scratch) / 'local.db'}"
+        await asyncio.to_thread(upgrade, url)
+        settings = Settings.model_validate(
+            {"database": {"url": url}, "model": {"provider": "local"}, "corpus": {"autoload_wiki": False}}
+        )
+        try:
+            models = build_models(settings)
+        except LocalModelUnavailable as exc:
+            print(f"\nlocal model run: skipped ({exc})")
+            return
+        engine = make_engine(url)
+        sm = make_sessionmaker(engine)
+        try:
+            await ensure_bundled_corpora(sessionmaker=sm, chunk_chars=settings.corpus.chunk_chars)
+            service = RunService(
+                sessionmaker=sm,
+                registry=SpecRegistry.load(),
+                settings=settings,
+                graph=build_graph(),
+                search=LocalSearch(sm),
+                providers=lambda: Providers(composer=models.composer, judge=models.judge, reviewer=models.reviewer),  # type: ignore[arg-type]
+            )
+            started = time.perf_counter()
+            run_id = await service.start(question=question, template="legal_research")
+            await service.wait(run_id)
+            wall = time.perf_counter() - started
+            from veracity.db import runs_repo
+
+            async with sm() as session:
+                artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+        finally:
+            await models.aclose()
+            await engine.dispose()
+    report = artifact.report if artifact is not None else {}
+    usage = (report.get("metrics") or {}).get("model") or {}
+    print(f"\nlocal model (SmolLM2-135M via xllamacpp), legal_research: outcome {report.get('outcome')}, {wall:.1f} s")
+    print(
+        f"  {usage.get('calls', 0)} calls, {usage.get('prompt_tokens', 0)} prompt + "
+        f"{usage.get('completion_tokens', 0)} completion tokens"
+    )
+    for role, row in sorted((usage.get("by_role") or {}).items()):
+        print(
+            f"  {role:<9} {int(row['calls'])} calls  {int(row['prompt_tokens']):>6} + "
+            f"{int(row['completion_tokens']):>5} tokens  {row['ms'] / 1000:6.1f} s"
+        )
 
 
 async def search_and_ingest(eval_data: Path | None) -> None:
