@@ -10,6 +10,7 @@ import operator
 from typing import Annotated, Literal, TypedDict
 
 from veracity.domain import BranchStat, Draft, Evidence, ReviewVerdict, SectionDraft, Shard, Subtask, Violation
+from veracity.graph.phases import AgentDecision
 
 
 class RunState(TypedDict, total=False):
@@ -61,6 +62,12 @@ class RunState(TypedDict, total=False):
     """Written by ``verify``: the language of the answer (for its disclaimer)."""
     confidence: float
     """Written by ``verify``: label weights × supported required sections, capped by the composer's own."""
+    envelope: AgentDecision
+    """The last decision turn's typed decision (route, then each decide); routing reads only this."""
+    next_step: str
+    """The step the last decide dispatched, after the legality check."""
+    dispatch_error: str
+    """A refused dispatch (a step not legal from the current phase), for the next turn and the floor to see."""
     decision: Literal["ship", "revise", "handoff", "crisis", "fail_safe"]
     """Written by ``decide``; routes the graph back to ``compose`` or to the end."""
     decision_reason: str

@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from veracity.graph.context import Context
+from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
 
 
@@ -68,8 +69,48 @@ async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
                 "sections": {s.id: s.status for s in state["draft"]},
             },
         )
-    return {"decision": decision, "decision_reason": reason, "needs_human_reason": needs_human}
+    envelope = envelope_for(decision, reason, state)
+    step, refused = dispatch("decide", envelope)
+    update: dict[str, Any] = {
+        "decision": decision,
+        "decision_reason": reason,
+        "needs_human_reason": needs_human,
+        "envelope": envelope,
+        "next_step": step,
+    }
+    if refused:
+        update |= {"decision": "fail_safe", "decision_reason": refused, "dispatch_error": refused}
+    return update
+
+
+def envelope_for(decision: str, reason: str, state: RunState) -> AgentDecision:
+    confidence = float(state.get("confidence") or 0.0)
+    if decision == "revise":
+        return AgentDecision(
+            next_action="call_tool",
+            tool="compose",
+            args={"attempt": state.get("attempt", 1) + 1, "violations": len(state.get("violations", []))},
+            confidence=confidence,
+            reason=reason,
+        )
+    action, risk = {
+        "ship": ("final_answer", "low"),
+        "handoff": ("human_review", "medium"),
+        "crisis": ("human_review", "high"),
+    }.get(decision, ("fail_safe", "medium"))
+    return AgentDecision(
+        next_action=action,  # type: ignore[arg-type]
+        confidence=confidence,
+        risk_level=risk,  # type: ignore[arg-type]
+        success_criteria_met=decision == "ship",
+        reason=reason,
+    )
 
 
 def after_decide(state: RunState) -> str:
-    return "compose" if state["decision"] == "revise" else "end"
+    """The dispatch site: reads the typed envelope, and takes only a step legal from ``decide``."""
+    envelope = state.get("envelope")
+    if envelope is None:
+        return "end"
+    step, _refused = dispatch("decide", envelope)
+    return step

@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from veracity.graph.context import Context
+from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
 from veracity.guards.router import screen
 
@@ -33,8 +34,24 @@ async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "score": decision.score,
         },
     )
-    return {"route": decision.route, "route_reason": decision.reason, "route_matched": decision.matched}
+    envelope = (
+        AgentDecision(next_action="call_tool", tool="plan", reason=decision.reason)
+        if decision.route == "proceed"
+        else AgentDecision(
+            next_action="human_review",
+            risk_level="high" if decision.route == "crisis" else "medium",
+            reason=decision.reason,
+        )
+    )
+    return {
+        "route": decision.route,
+        "route_reason": decision.reason,
+        "route_matched": decision.matched,
+        "envelope": envelope,
+    }
 
 
 def after_route(state: RunState) -> str:
-    return "plan" if state["route"] == "proceed" else "end"
+    """The dispatch site: reads the typed envelope, and takes only a step legal from ``route``."""
+    step, _refused = dispatch("route", state["envelope"])
+    return step
