@@ -38,7 +38,12 @@ async def test_a_run_with_the_real_local_model_ships_only_what_the_guards_passed
             settings=settings,
             graph=build_graph(),
             search=LocalSearch(sessionmaker),
-            providers=lambda: Providers(composer=models.composer, judge=models.judge, reviewer=models.reviewer),  # type: ignore[arg-type]
+            providers=lambda: Providers(
+                composer=models.composer,  # type: ignore[arg-type]
+                judge=models.judge,  # type: ignore[arg-type]
+                reviewer=models.reviewer,
+                planner=models.planner,
+            ),
         )
         run_id = await service.start(question=QUESTION, template="legal_research")
         await asyncio.wait_for(service.wait(run_id), timeout=600)
@@ -55,7 +60,10 @@ async def test_a_run_with_the_real_local_model_ships_only_what_the_guards_passed
     assert report["outcome"] in ("shipped", "fallback")
     # The model really answered, and its usage was counted.
     calls = [p for n, p in events if n == "model_call"]
-    assert calls and calls[0]["role"] == "composer" and calls[0]["completion_tokens"] > 0
+    roles = [c["role"] for c in calls]
+    assert calls and "composer" in roles and all(c["completion_tokens"] > 0 for c in calls)
+    planned = next(p for n, p in events if n == "planner_complete")
+    assert planned["planner"] == "model:smollm2" or planned["planner"].startswith("heuristic (the model planner")
     assert report["metrics"]["model"]["calls"] == len(calls)
     # The audit trail holds what the model wrote and what each check said.
     drafts = [p for stage, p in audit if stage == "draft"]

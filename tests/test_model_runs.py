@@ -73,12 +73,16 @@ async def run(
     template: str = "legal_research",
     lexical_judge: bool = True,
     registry: SpecRegistry | None = None,
+    with_planner: bool = False,
 ) -> dict[str, Any]:
     """One run with the model composer and reviewer (and the model judge unless ``lexical_judge``)."""
     models = build_models(settings)
     assert models.composer is not None and models.judge is not None
     providers = Providers(
-        composer=models.composer, judge=make_judge() if lexical_judge else models.judge, reviewer=models.reviewer
+        composer=models.composer,
+        judge=make_judge() if lexical_judge else models.judge,
+        reviewer=models.reviewer,
+        planner=models.planner if with_planner else None,
     )
     try:
         service = RunService(
@@ -258,3 +262,54 @@ def test_the_usage_meter_refuses_calls_past_each_budget_and_prices_known_models(
     local = UsageMeter()
     local.record(role="judge", model="smollm2", prompt_tokens=10, completion_tokens=5, ms=1.0)
     assert local.totals()["cost_usd"] is None  # an unknown model's cost is not made up
+
+
+PLAN = (
+    '{"subtasks": [{"question": "What does section 90A provide?", "target_sections": ["provisions"],'
+    ' "queries": ["section 90A computer document admissible"]}]}'
+)
+
+
+async def test_the_model_planner_plans_and_its_reflection_adds_the_uncovered_section(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    reflection = (
+        '{"missing": [{"section": "application", "question": "How do courts apply section 90A?",'
+        ' "queries": ["section 90A certificate court"]}]}'
+    )
+    llm.scripts.update(
+        {
+            "planner": [{"content": PLAN}, {"content": reflection}],
+            "composer": [{"content": GOOD}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    result = await run(env, settings_for(env, llm, planner_model="planner"), with_planner=True)
+    planned = next(p for n, p in result["events"] if n == "planner_complete")
+    assert planned["planner"] == "model:planner" and planned["reflection_added"] == ["application"]
+    subtasks = planned["subtasks"]
+    assert [t["target_sections"] for t in subtasks] == [["provisions"], ["application"]]
+    # The user's own words lead every subtask's queries; the model's queries follow.
+    assert all(t["queries"][0].startswith("section 90a evidence act 1950") for t in subtasks)
+    assert subtasks[0]["queries"][1] == "section 90A computer document admissible"
+    schema = llm.requests_for("planner")[0]["response_format"]["json_schema"]["schema"]
+    ids = schema["properties"]["subtasks"]["items"]["properties"]["target_sections"]["items"]["enum"]
+    assert ids == ["provisions", "application"]
+    assert result["report"]["outcome"] == "shipped"
+
+
+async def test_a_planner_that_writes_nonsense_leaves_the_heuristic_plan_and_says_why(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.scripts.update(
+        {
+            "planner": [{"content": "Sure! Here is my plan: search the web."}],
+            "composer": [{"content": GOOD}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    result = await run(env, settings_for(env, llm, planner_model="planner"), with_planner=True)
+    planned = next(p for n, p in result["events"] if n == "planner_complete")
+    assert planned["planner"].startswith("heuristic (the model planner failed")
+    assert {sid for t in planned["subtasks"] for sid in t["target_sections"]} >= {"provisions"}
+    assert result["report"]["outcome"] == "shipped"

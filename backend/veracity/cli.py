@@ -69,6 +69,7 @@ class _Runtime:
                 composer=models.composer or ExtractiveComposer(),
                 judge=models.judge or make_judge(),
                 reviewer=models.reviewer,
+                planner=models.planner,
             ),
         )
 

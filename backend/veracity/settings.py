@@ -181,6 +181,9 @@ class ModelSettings(BaseModel):
         repr=False,
         description="API key sent to the model server (local servers ignore it). Never logged.",
     )
+    planner_model: str = Field(
+        default="gpt-4.1-mini", description="Model that splits the question into sub-questions per section."
+    )
     composer_model: str = Field(default="gpt-4.1-mini", description="Model that drafts the report from the evidence.")
     composer_max_tokens: int = Field(
         default=1500, ge=64, le=16000, description="Longest draft the composer may write, in tokens."

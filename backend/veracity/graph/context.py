@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from veracity.compose.base import Composer, Reviewer
+from veracity.domain import Subtask
 from veracity.fetch.opened import OpenedPage
 from veracity.guards.judge import GroundingJudge
 from veracity.settings import LimitSettings
@@ -42,6 +43,12 @@ class SearchHit:
     """A web result: ``text`` is only the search snippet and the page must be fetched to read it."""
     rank_terms: dict[str, float] = field(default_factory=dict, compare=False)
     """The ranker's terms behind ``score`` (empty until ranked)."""
+
+
+class Planner(Protocol):
+    name: str
+
+    async def plan(self, question: str, spec: Spec) -> tuple[list[Subtask], dict[str, Any]]: ...
 
 
 class PageSource(Protocol):
@@ -133,6 +140,8 @@ class Context:
     """Reorders each query's hits before they are opened; None keeps the provider's order."""
     pages_per_query: int = 4
     """Best-ranked web results opened per query."""
+    planner: Planner | None = None
+    """A model planner; None (or a planner that fails) means the heuristic plan."""
 
 
 def _default_composer() -> Composer:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import openai
 
 from veracity.compose.base import Composer, Reviewer
+from veracity.graph.context import Planner
 from veracity.guards.judge import GroundingJudge
 from veracity.models.local import MODEL_ALIAS, LocalModelServer
 from veracity.settings import Settings
@@ -17,6 +18,7 @@ class ModelSet:
     composer: Composer | None = None
     judge: GroundingJudge | None = None
     reviewer: Reviewer | None = None
+    planner: Planner | None = None
     clients: list[openai.AsyncOpenAI] = field(default_factory=list)
     local: LocalModelServer | None = None
 
@@ -42,6 +44,7 @@ def build_models(settings: Settings) -> ModelSet:
                 "composer_model": MODEL_ALIAS,
                 "judge_model": MODEL_ALIAS,
                 "reviewer_model": MODEL_ALIAS,
+                "planner_model": MODEL_ALIAS,
                 "composer_max_tokens": min(cfg.composer_max_tokens, cfg.local_max_tokens),
             }
         )
@@ -62,7 +65,11 @@ def build_models(settings: Settings) -> ModelSet:
             max_tokens=cfg.composer_max_tokens,
         ),
     )
+    from veracity.compose.planner import ModelPlanner
+
+    planner = ModelPlanner(ChatModel(cfg.planner_model, shared, "plan", role="planner", max_tokens=answer_cap))
     return ModelSet(
+        planner=planner,
         composer=composer,
         judge=ModelJudge(cfg.judge_model, client=shared, max_tokens=answer_cap),
         reviewer=ModelReviewer(cfg.reviewer_model, client=shared, max_tokens=answer_cap),

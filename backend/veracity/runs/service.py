@@ -22,7 +22,7 @@ from veracity.db.models import RunEvent
 from veracity.domain import WEB_SOURCE, Report
 from veracity.errors import BadInput, NotFound
 from veracity.graph.builder import build_redraft_graph
-from veracity.graph.context import Context, HitRanker, RetrievalCoordinator, SearchProvider
+from veracity.graph.context import Context, HitRanker, Planner, RetrievalCoordinator, SearchProvider
 from veracity.guards.judge import GroundingJudge, make_judge
 from veracity.models.usage import UsageMeter, current_listener, current_meter
 from veracity.runs import gate
@@ -48,6 +48,7 @@ class Providers:
     composer: Composer = field(default_factory=ExtractiveComposer)
     judge: GroundingJudge = field(default_factory=make_judge)
     reviewer: Reviewer | None = None
+    planner: Planner | None = None
 
 
 def check_run_id(run_id: str) -> str:
@@ -255,6 +256,7 @@ class RunService:
                 ),
                 composer=providers.composer,
                 reviewer=providers.reviewer,
+                planner=providers.planner,
                 judge=providers.judge,
                 audit=audit,
             )

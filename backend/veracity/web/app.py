@@ -69,6 +69,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 composer=models.composer or ExtractiveComposer(),
                 judge=models.judge or make_judge(),
                 reviewer=models.reviewer,
+                planner=models.planner,
             ),
         )
         interrupted = await service.recover_interrupted()

@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from veracity.compose.base import MalformedOutput, ModelError
 from veracity.domain import Subtask
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
@@ -60,15 +61,28 @@ def ensure_core_sections(subtasks: list[Subtask], spec: Spec) -> list[Subtask]:
 
 
 async def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-    spec = runtime.context.spec
-    subtasks = ensure_core_sections(heuristic_plan(state["question"], spec), spec)
+    ctx = runtime.context
+    spec = ctx.spec
+    planner: str = "heuristic"
+    notes: dict[str, Any] = {}
+    subtasks: list[Subtask] = []
+    if ctx.planner is not None:
+        try:
+            subtasks, notes = await ctx.planner.plan(state["question"], spec)
+            planner = ctx.planner.name
+        except (MalformedOutput, ModelError) as exc:
+            # A plan is not a claim: a failed model planner costs the run nothing but its plan.
+            planner = f"heuristic (the model planner failed: {str(exc)[:200]})"
+            await ctx.audit("plan", 0, {"planner": ctx.planner.name, "failure": str(exc)[:500]})
+    subtasks = ensure_core_sections(subtasks or heuristic_plan(state["question"], spec), spec)
     cover = coverage(subtasks, spec)
     unrouted = [sid for sid, ids in cover.items() if not ids]
-    logger.info("run %s planned %d subtasks", state["run_id"], len(subtasks))
+    logger.info("run %s planned %d subtasks (%s)", state["run_id"], len(subtasks), planner)
     await runtime.context.emit(
         "planner_complete",
         {
-            "planner": "heuristic",
+            **notes,
+            "planner": planner,
             "subtasks": [t.model_dump() for t in subtasks],
             "coverage": cover,
             "unrouted_sections": unrouted,
