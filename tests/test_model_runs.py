@@ -313,3 +313,34 @@ async def test_a_planner_that_writes_nonsense_leaves_the_heuristic_plan_and_says
     assert planned["planner"].startswith("heuristic (the model planner failed")
     assert {sid for t in planned["subtasks"] for sid in t["target_sections"]} >= {"provisions"}
     assert result["report"]["outcome"] == "shipped"
+
+
+def refined_audit(result: dict[str, Any]) -> list[str | None]:
+    return [p.get("refine") for stage, p in result["audit"] if stage == "draft"]
+
+
+async def test_a_refine_that_keeps_every_anchor_is_used(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
+    llm.scripts.update({"composer": [{"content": GOOD}, {"content": "{USER}"}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm, refine=True))
+    assert result["report"]["outcome"] == "shipped"
+    assert refined_audit(result) == ["accepted"]
+    assert len(llm.requests_for("composer")) == 2  # the draft, then the refine pass
+
+
+PROVISIONS = "\n\n## Statutory provisions\nIt applies. [evidence:{E1}]\nIt is so. [evidence:{E2}]\n"
+DROPPED = "## Summary\nSection 90A makes computer documents admissible." + PROVISIONS
+INVENTED = "## Summary\nSection 90A applies. [evidence:{E1}] [evidence:{EX}]" + PROVISIONS
+
+
+@pytest.mark.parametrize("rewrite", [DROPPED, INVENTED], ids=["dropped", "invented"])
+async def test_a_refine_that_drops_or_invents_an_anchor_is_rejected_and_the_original_kept(
+    env: dict[str, Any], llm: ScriptedOpenAI, rewrite: str
+) -> None:
+    llm.scripts.update({"composer": [{"content": GOOD}, {"content": rewrite}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm, refine=True))
+    assert result["report"]["outcome"] == "shipped"
+    (note,) = refined_audit(result)
+    assert note == "rejected: the rewrite changed the anchors of summary; original kept"
+    texts = [c["text"] for s in result["report"]["sections"] for c in s["claims"]]
+    assert not {"Section 90A makes computer documents admissible.", "It applies.", "Section 90A applies."} & set(texts)
+    assert "evneverseen0" not in str(result["report"])

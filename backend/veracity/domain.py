@@ -121,6 +121,9 @@ class Draft(BaseModel):
     confidence: float | None = Field(default=None, description="The composer's own confidence, when it states one.")
     needs_human: bool | None = None
     contract: dict[str, object] | None = Field(default=None, description="The strict JSON contract, when required.")
+    refine: str | None = Field(
+        default=None, description="What the optional refine pass did: accepted, or why its rewrite was rejected."
+    )
 
 
 class ReportSection(BaseModel):

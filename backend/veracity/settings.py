@@ -188,6 +188,13 @@ class ModelSettings(BaseModel):
     composer_max_tokens: int = Field(
         default=1500, ge=64, le=16000, description="Longest draft the composer may write, in tokens."
     )
+    refine: bool = Field(
+        default=False,
+        description=(
+            "After drafting, ask the composer model to tidy its draft; the rewrite is kept only if every section "
+            "cites exactly the evidence it cited before."
+        ),
+    )
     local_max_tokens: int = Field(
         default=400,
         ge=32,

@@ -14,6 +14,7 @@ from veracity.compose.parse import clean, parse_draft
 from veracity.domain import Draft, Evidence
 from veracity.guards.model import load_prompt
 from veracity.models.chat import ChatModel
+from veracity.runs.report import render_draft
 
 MAX_EVIDENCE_PER_SECTION = 8
 MAX_QUOTE_CHARS = 400
@@ -130,8 +131,9 @@ class ModelComposer:
     """``prose`` writes the sections (as JSON of a schema built per run, or Markdown from a server that ignores the
     format); ``contract`` the JSON contract (with its schema)."""
 
-    def __init__(self, prose: ChatModel, contract: ChatModel) -> None:
+    def __init__(self, prose: ChatModel, contract: ChatModel, *, refine: bool = False) -> None:
         self.prose, self.contract = prose, contract
+        self.refine = refine
         self.name = f"model:{prose.model}"
 
     async def compose(self, request: ComposeRequest) -> Draft:
@@ -148,9 +150,37 @@ class ModelComposer:
         if disclaimer:
             text = _with_disclaimer(text, disclaimer, contract)
         try:
-            return parse_draft(text, request.spec)
+            draft = parse_draft(text, request.spec)
         except MalformedOutput as exc:
             raise MalformedOutput(exc.problems, raw) from None
+        if self.refine and not contract and any(sec.claims for sec in draft.sections):
+            draft = await self._refined(draft, request)
+        return draft
+
+    async def _refined(self, draft: Draft, request: ComposeRequest) -> Draft:
+        """The optional refine pass. The rewrite is kept only if every section cites exactly the evidence it
+        cited before (a rewrite that drops or invents an anchor is rejected and the original kept)."""
+        original = render_draft(draft.sections)
+        try:
+            raw = await self.prose.complete(load_prompt("refine"), original)
+            rewrite = parse_draft(
+                _with_disclaimer(clean(raw), draft.disclaimer, False) if draft.disclaimer else clean(raw), request.spec
+            )
+        except MalformedOutput as exc:
+            return draft.model_copy(
+                update={"refine": f"rejected: the rewrite did not parse ({'; '.join(exc.problems)[:200]})"}
+            )
+        before, after = anchors_by_section(draft), anchors_by_section(rewrite)
+        if before != after:
+            changed = sorted(s for s in set(before) | set(after) if before.get(s) != after.get(s))
+            return draft.model_copy(
+                update={"refine": f"rejected: the rewrite changed the anchors of {', '.join(changed)}; original kept"}
+            )
+        return rewrite.model_copy(update={"raw": f"{draft.raw}\n\n[refined]\n{raw}", "refine": "accepted"})
+
+
+def anchors_by_section(draft: Draft) -> dict[str, frozenset[str]]:
+    return {s.id: frozenset(eid for c in s.claims for eid in c.evidence_ids) for s in draft.sections if s.claims}
 
 
 def _with_disclaimer(text: str, disclaimer: str, contract: bool) -> str:

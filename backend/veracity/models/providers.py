@@ -64,6 +64,7 @@ def build_models(settings: Settings) -> ModelSet:
             role="composer",
             max_tokens=cfg.composer_max_tokens,
         ),
+        refine=cfg.refine,
     )
     from veracity.compose.planner import ModelPlanner
 

@@ -5,7 +5,8 @@ that keeps making the same mistake).
 A step is a dict:
 - ``{"content": "..."}`` — answer with this text. ``{E1}``, ``{E2}``… are replaced by the evidence ids in the order
   the request's prompt lists them (``[evidence:ID]``), as a model copies the ids it read; ``{Q1}``, ``{Q2}``… by
-  the quotes the prompt gives for them (a faithful model's sentences); ``{EX}`` is an id never retrieved.
+  the quotes the prompt gives for them (a faithful model's sentences); ``{EX}`` is an id never retrieved;
+  ``{USER}`` is the request's user message itself (a rewrite that changes nothing).
 - ``{"status": 429}`` (or 500, 503…) — fail with that HTTP status (the client retries with backoff).
 - ``{"stall": 5.0, "content": "..."}`` — wait, then answer (a timeout when the client gives up first).
 - ``{"judge": "echo"}`` — a grounding judge that quotes the claim back as supported (for end-to-end runs).
@@ -48,7 +49,7 @@ def substitute(content: str, prompt: str) -> str:
         eid = ids[index] if 0 <= index < len(ids) else "evnotinprompt"
         return eid if kind == "E" else quoted.get(eid, "")
 
-    return _TOKEN.sub(one, content)
+    return _TOKEN.sub(one, content.replace("{USER}", prompt))
 
 
 def _echo_judgement(prompt: str) -> str:

@@ -53,6 +53,7 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "told": feedback_lines(request.violations),
             "raw": composed.raw[:RAW_AUDIT_CHARS],
             "claims": claims,
+            "refine": composed.refine,
             "malformed": [v.detail for v in malformed],
             "failure": failure,
         },
