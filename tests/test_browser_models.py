@@ -1,0 +1,73 @@
+"""A model-backed run in a real browser: ``veracity serve`` pointed at the scripted OpenAI-compatible server; the
+run page shows the model calls, tokens and time per role, and the timeline has a row per call."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser
+
+from test_browser import ARTIFACTS, Server, launch_browser, new_page, serve, submit_question, wait_finished
+from test_model_runs import GOOD, QUESTION, REVIEW_OK
+from veracity.testing.scripted_openai import ScriptedOpenAI
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with launch_browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def model_server(
+    wiki_template_db: Path, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedOpenAI
+) -> Iterator[Server]:
+    yield from serve(
+        wiki_template_db,
+        tmp_path_factory.mktemp("model-server"),
+        VERACITY_MODEL__PROVIDER="openai",
+        VERACITY_MODEL__BASE_URL=llm.base_url_v1,
+        VERACITY_MODEL__PLANNER_MODEL="planner",
+        VERACITY_MODEL__COMPOSER_MODEL="composer",
+        VERACITY_MODEL__JUDGE_MODEL="judge",
+        VERACITY_MODEL__REVIEWER_MODEL="reviewer",
+        VERACITY_MODEL__MAX_RETRIES="0",
+        VERACITY_LIMITS__EVENT_DELAY_MS="0",
+    )
+
+
+async def test_the_run_page_shows_model_usage_per_role(
+    model_server: Server, llm: ScriptedOpenAI, browser: Browser
+) -> None:
+    llm.scripts.update(
+        {
+            "planner": [{"content": "not a plan"}],  # the heuristic plan takes over, and the page says so
+            "composer": [{"content": GOOD}],
+            "judge": [{"judge": "echo"}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    page = await new_page(browser, viewport={"width": 1280, "height": 900})
+    await submit_question(page, model_server, QUESTION, template="legal_research")
+    assert await wait_finished(page) == "done"
+    assert await page.locator("#report article[data-outcome=shipped]").count() == 1
+    usage = page.locator("#status .usage")
+    calls = int(await usage.get_attribute("data-calls") or 0)
+    assert calls == len(llm.requests) >= 3
+    text = await usage.inner_text()
+    assert "prompt +" in text and "completion tokens" in text and "cost not known for this model" in text
+    assert "composer 1×" in text and "judge" in text and "reviewer 1×" in text
+    rows = await page.eval_on_selector_all("#timeline tr[data-name=model_call]", "els => els.length")
+    assert rows == calls
+    await page.screenshot(path=str(ARTIFACTS / "model-run.png"), full_page=True)
+    assert not page.js_errors  # type: ignore[attr-defined]
