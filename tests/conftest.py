@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from httpx import ASGITransport, AsyncClient
+from playwright.async_api import Browser
 
 from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.corpus_repo import DocumentIn
@@ -21,6 +22,8 @@ from veracity.settings import Settings
 
 PG_ADMIN_DSN = os.environ.get("VERACITY_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 # A small corpus written for these tests (facts about beverages and vehicles).
 SMALL_CORPUS = [
@@ -183,3 +186,16 @@ async def client_for() -> AsyncIterator[object]:
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's headless Chromium driven by Playwright (never a downloaded browser)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        b = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            await b.close()

@@ -15,15 +15,14 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page
 
 from conftest import ARTIFACTS, sqlite_url
 
@@ -33,8 +32,6 @@ REPO = Path(__file__).resolve().parents[1]
 VERACITY = Path(sys.executable).parent / "veracity"
 if not VERACITY.exists():  # pytest not started from the venv's bin
     VERACITY = REPO / ".venv" / "bin" / "veracity"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 EVENT_DELAY_MS = 120
 RUN_TIMEOUT_MS = 60_000
 
@@ -153,23 +150,6 @@ def serve(template_db: Path, workdir: Path, **extra_env: str) -> Iterator[Server
 
 
 # ---- browser -----------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with launch_browser() as b:
-        yield b
-
-
-@asynccontextmanager
-async def launch_browser() -> AsyncIterator[Browser]:
-    """Debian's headless Chromium driven by Playwright (never a downloaded browser)."""
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            await b.close()
 
 
 async def new_page(browser: Browser, **context_options: Any) -> Page:

@@ -3,23 +3,17 @@ run page shows the model calls, tokens and time per role, and the timeline has a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser
 
-from test_browser import ARTIFACTS, Server, launch_browser, new_page, serve, submit_question, wait_finished
+from test_browser import ARTIFACTS, Server, new_page, serve, submit_question, wait_finished
 from test_model_runs import GOOD, QUESTION, REVIEW_OK
 from veracity.testing.scripted_openai import ScriptedOpenAI
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with launch_browser() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

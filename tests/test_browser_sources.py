@@ -4,22 +4,16 @@ status, cache hit or miss, bytes and date; failures stand out; a second run is s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser
 
-from test_browser import ARTIFACTS, Server, launch_browser, new_page, serve, submit_question, wait_finished
+from test_browser import ARTIFACTS, Server, new_page, serve, submit_question, wait_finished
 from veracity.testing.fixture_site import FixtureSite
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with launch_browser() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
