@@ -15,7 +15,7 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.graph.builder import build_graph
 from veracity.models.local import find_gguf
 from veracity.models.providers import build_models
-from veracity.runs.service import Providers, RunService
+from veracity.runs.service import RunService
 from veracity.search.local import LocalSearch
 from veracity.specs.registry import SpecRegistry
 
@@ -38,12 +38,7 @@ async def test_a_run_with_the_real_local_model_ships_only_what_the_guards_passed
             settings=settings,
             graph=build_graph(),
             search=LocalSearch(sessionmaker),
-            providers=lambda: Providers(
-                composer=models.composer,  # type: ignore[arg-type]
-                judge=models.judge,  # type: ignore[arg-type]
-                reviewer=models.reviewer,
-                planner=models.planner,
-            ),
+            providers=models.providers,
         )
         run_id = await service.start(question=QUESTION, template="legal_research")
         await asyncio.wait_for(service.wait(run_id), timeout=600)

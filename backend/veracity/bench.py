@@ -89,13 +89,10 @@ async def main() -> int:
 
 async def local_model_run() -> None:
     """One `legal_research` run with the bundled local model: model calls, tokens and time per stage."""
-    from veracity.compose.extractive import ExtractiveComposer
     from veracity.corpus.bundled import ensure_bundled_corpora
     from veracity.db.migrate import upgrade
-    from veracity.guards.judge import make_judge
     from veracity.models.local import LocalModelUnavailable
     from veracity.models.providers import build_models
-    from veracity.runs.service import Providers
     from veracity.settings import Settings
 
     question = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"
@@ -120,12 +117,7 @@ async def local_model_run() -> None:
                 settings=settings,
                 graph=build_graph(),
                 search=LocalSearch(sm),
-                providers=lambda: Providers(
-                    composer=models.composer or ExtractiveComposer(),
-                    judge=models.judge or make_judge(),
-                    reviewer=models.reviewer,
-                    planner=models.planner,
-                ),
+                providers=models.providers,
             )
             started = time.perf_counter()
             run_id = await service.start(question=question, template="legal_research")

@@ -47,11 +47,9 @@ class _Runtime:
         await self.engine.dispose()
 
     def service(self) -> Any:
-        from veracity.compose.extractive import ExtractiveComposer
         from veracity.graph.builder import build_graph
-        from veracity.guards.judge import make_judge
         from veracity.models.providers import build_models
-        from veracity.runs.service import Providers, RunService
+        from veracity.runs.service import RunService
         from veracity.search.local import LocalSearch
         from veracity.search.providers import hit_ranker, web_retrieval
         from veracity.specs.registry import SpecRegistry
@@ -65,12 +63,7 @@ class _Runtime:
             search=LocalSearch(self.sessionmaker, memory_max_chunks=self.settings.search.memory_index_max_chunks),
             web=web_retrieval(self.settings, self.sessionmaker),
             ranker=hit_ranker(self.settings),
-            providers=lambda: Providers(
-                composer=models.composer or ExtractiveComposer(),
-                judge=models.judge or make_judge(),
-                reviewer=models.reviewer,
-                planner=models.planner,
-            ),
+            providers=models.providers,
         )
 
 

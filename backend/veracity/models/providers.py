@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import openai
 
@@ -11,6 +12,9 @@ from veracity.graph.context import Planner
 from veracity.guards.judge import GroundingJudge
 from veracity.models.local import MODEL_ALIAS, LocalModelServer
 from veracity.settings import Settings
+
+if TYPE_CHECKING:
+    from veracity.runs.service import Providers
 
 
 @dataclass
@@ -21,6 +25,19 @@ class ModelSet:
     planner: Planner | None = None
     clients: list[openai.AsyncOpenAI] = field(default_factory=list)
     local: LocalModelServer | None = None
+
+    def providers(self) -> Providers:
+        """A run's providers: these models, and the offline composer and judge for roles without one."""
+        from veracity.compose.extractive import ExtractiveComposer
+        from veracity.guards.judge import make_judge
+        from veracity.runs.service import Providers
+
+        return Providers(
+            composer=self.composer or ExtractiveComposer(),
+            judge=self.judge or make_judge(),
+            reviewer=self.reviewer,
+            planner=self.planner,
+        )
 
     async def aclose(self) -> None:
         for client in self.clients:

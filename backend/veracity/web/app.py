@@ -14,7 +14,6 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from veracity import __version__
-from veracity.compose.extractive import ExtractiveComposer
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.engine import make_engine, make_sessionmaker
@@ -22,9 +21,8 @@ from veracity.db.migrate import upgrade
 from veracity.errors import VeracityError
 from veracity.fetch.canonical import host_of
 from veracity.graph.builder import build_graph
-from veracity.guards.judge import make_judge
 from veracity.models.providers import build_models
-from veracity.runs.service import Providers, RunService
+from veracity.runs.service import RunService
 from veracity.search.local import LocalSearch
 from veracity.search.providers import hit_ranker, web_retrieval
 from veracity.settings import REPO_ROOT, Settings, get_settings
@@ -65,12 +63,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             search=LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks),
             web=web_retrieval(settings, sessionmaker),
             ranker=hit_ranker(settings),
-            providers=lambda: Providers(
-                composer=models.composer or ExtractiveComposer(),
-                judge=models.judge or make_judge(),
-                reviewer=models.reviewer,
-                planner=models.planner,
-            ),
+            providers=models.providers,
         )
         interrupted = await service.recover_interrupted()
         if interrupted:
