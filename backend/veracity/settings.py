@@ -17,6 +17,16 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def optional_http_url(value: str | None, name: str) -> str | None:
+    """An http(s) URL, or None when blank; anything else fails fast with the setting's name."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"{name} must start with http:// or https://")
+    return value
+
+
 class DatabaseSettings(BaseModel):
     url: str = Field(
         default="sqlite+aiosqlite:///./data/veracity.db",
@@ -95,12 +105,8 @@ class SearchSettings(BaseModel):
     @field_validator("searxng_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        value = (value or "").strip()
-        if not value:
-            return None
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("searxng_url must start with http:// or https://")
-        return value.rstrip("/")
+        url = optional_http_url(value, "searxng_url")
+        return url.rstrip("/") if url else None
 
 
 class FetchSettings(BaseModel):
@@ -216,12 +222,7 @@ class ModelSettings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        value = (value or "").strip()
-        if not value:
-            return None
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("model base_url must start with http:// or https://")
-        return value
+        return optional_http_url(value, "model base_url")
 
 
 class Settings(BaseSettings):
