@@ -4,23 +4,18 @@ json_object fallback, client retries, timeouts, and two runs end to end through 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 
 from conftest import make_settings
 from veracity.compose.base import MalformedOutput, ModelError, ReviewRequest
@@ -29,11 +24,13 @@ from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import Source
-from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, ModelReviewer, guard_models, locate
+from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, ModelReviewer, locate
+from veracity.models.providers import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.settings import Settings
 from veracity.specs.registry import SpecRegistry
+from veracity.testing.scripted_openai import ScriptedOpenAI
 
 COFFEE = (
     "Coffee is a beverage brewed from roasted coffee beans.\nCoffee production is concentrated in\n   Brazil, "
@@ -66,63 +63,32 @@ class Sleep:
 Step = str | Status | Sleep
 
 
+def _step(step: Step) -> dict[str, Any]:
+    if isinstance(step, Status):
+        return {"status": step.code, "retry_after_ms": step.retry_after_ms}
+    if isinstance(step, Sleep):
+        return {"stall": step.seconds, "content": step.content}
+    return {"content": step}
+
+
 @dataclass
 class Script:
-    steps: list[Step] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    reject_json_schema: bool = False
-    """A server without structured outputs: any json_schema response format gets a 400."""
+    """One answer sequence for whichever model asks, replayed by ``veracity.testing.scripted_openai``."""
+
+    llm: ScriptedOpenAI
 
     def play(self, *steps: Step, reject_json_schema: bool = False) -> Script:
-        self.steps = list(steps)
-        self.requests.clear()
-        self.reject_json_schema = reject_json_schema
+        # The last step repeats: a model that keeps giving the same answer.
+        self.llm.play({"*": [_step(s) for s in steps]}, reject_json_schema=reject_json_schema)
         return self
 
-    def next(self) -> Step:
-        # The last step repeats: a model that keeps giving the same answer.
-        return self.steps.pop(0) if len(self.steps) > 1 else self.steps[0]
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.llm.requests
 
     @property
     def formats(self) -> list[str]:
         return [r.get("response_format", {}).get("type", "") for r in self.requests]
-
-
-def _completion(model: str, content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-def _error(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    body = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
-    return JSONResponse(body, status_code=code, headers=headers)
-
-
-def scripted_app(script: Script) -> FastAPI:
-    app = FastAPI()
-
-    @app.post("/v1/chat/completions")
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
-        script.requests.append(body)
-        if script.reject_json_schema and body.get("response_format", {}).get("type") == "json_schema":
-            return _error(400, "response_format json_schema is not supported by this server")
-        step = script.next()
-        if isinstance(step, Status):
-            headers = {"retry-after-ms": str(step.retry_after_ms)} if step.retry_after_ms is not None else None
-            return _error(step.code, f"scripted HTTP {step.code}", headers)
-        if isinstance(step, Sleep):
-            await asyncio.sleep(step.seconds)
-            step = step.content
-        return JSONResponse(_completion(body.get("model", ""), step))
-
-    return app
 
 
 @dataclass
@@ -133,26 +99,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    script = Script()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        scripted_app(script), host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False
-    )
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, name="scripted-openai", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("the scripted OpenAI-compatible server did not start")
-        time.sleep(0.01)
-    try:
-        yield Server(f"http://127.0.0.1:{port}/v1", script)
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=10)
+    with ScriptedOpenAI() as llm:
+        yield Server(llm.base_url_v1, Script(llm))
 
 
 @pytest.fixture
@@ -415,8 +363,9 @@ async def test_reviewer_timeout_is_a_model_error(script: Script, models: Callabl
 # ---- settings and wiring ----------------------------------------------------------------------------------------
 
 
-async def test_guard_models_follow_the_provider_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert guard_models(Settings()) == (None, None)
+async def test_models_follow_the_provider_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    offline = build_models(Settings())
+    assert (offline.composer, offline.judge, offline.reviewer, offline.planner) == (None, None, None, None)
     monkeypatch.setenv("VERACITY_MODEL__PROVIDER", "openai")
     monkeypatch.setenv("VERACITY_MODEL__BASE_URL", "")
     monkeypatch.setenv("VERACITY_MODEL__API_KEY", "sk-secret-value")
@@ -424,11 +373,12 @@ async def test_guard_models_follow_the_provider_setting(monkeypatch: pytest.Monk
     monkeypatch.setenv("VERACITY_MODEL__REVIEWER_MODEL", "reviewer-m")
     settings = Settings()
     assert settings.model.base_url is None and "sk-secret-value" not in repr(settings)
-    judge, reviewer = guard_models(settings)
+    models = build_models(settings)
+    judge, reviewer = models.judge, models.reviewer
     assert isinstance(judge, ModelJudge) and isinstance(reviewer, ModelReviewer)
     assert (judge.name, reviewer.name) == ("model:judge-m", "model:reviewer-m")
     assert judge.chat.client is reviewer.chat.client  # one connection pool
-    await judge.aclose()
+    await models.aclose()
     monkeypatch.setenv("VERACITY_MODEL__BASE_URL", "127.0.0.1:8080")
     with pytest.raises(ValueError, match="http"):
         Settings()

@@ -19,15 +19,14 @@ from typing import Any
 import openai
 from pydantic import BaseModel, Field, ValidationError
 
-from veracity.compose.base import MalformedOutput, Reviewer, ReviewRequest
+from veracity.compose.base import MalformedOutput, ReviewRequest
 from veracity.compose.parse import clean
 from veracity.domain import ReviewVerdict
-from veracity.guards.judge import GroundingJudge, Judgement, Label, Source, Span
+from veracity.guards.judge import Judgement, Label, Source, Span
 from veracity.guards.reviewer import parse_verdict
 from veracity.models.chat import ChatModel
 from veracity.models.chat import client as _client
 from veracity.models.chat import short as _short
-from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -246,26 +245,3 @@ class ModelReviewer:
 
     async def aclose(self) -> None:
         await self.chat.aclose()
-
-
-def guard_models(settings: Settings) -> tuple[GroundingJudge | None, Reviewer | None]:
-    """The configured model judge and reviewer, sharing one client; ``(None, None)`` when the provider is
-    ``extractive`` (the offline lexical judge and rule reviewer only)."""
-    cfg = settings.model
-    if cfg.provider == "extractive":
-        return None, None
-    client = _client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
-    logger.info(
-        "model guards: judge %s, reviewer %s at %s",
-        cfg.judge_model,
-        cfg.reviewer_model,
-        cfg.base_url or "the OpenAI API",
-    )
-    return ModelJudge(cfg.judge_model, client=client), ModelReviewer(cfg.reviewer_model, client=client)
-
-
-async def close_models(*guards: object) -> None:
-    """Close the HTTP clients of model guards (a shared client once); anything else is left alone."""
-    clients = {id(g.chat.client): g.chat.client for g in guards if isinstance(g, ModelJudge | ModelReviewer)}
-    for client in clients.values():
-        await client.close()

@@ -7,11 +7,14 @@ A step is a dict:
   the request's prompt lists them (``[evidence:ID]``), as a model copies the ids it read; ``{Q1}``, ``{Q2}``… by
   the quotes the prompt gives for them (a faithful model's sentences); ``{EX}`` is an id never retrieved;
   ``{USER}`` is the request's user message itself (a rewrite that changes nothing).
-- ``{"status": 429}`` (or 500, 503…) — fail with that HTTP status (the client retries with backoff).
+- ``{"status": 429}`` (or 500, 503…) — fail with that HTTP status (the client retries with backoff);
+  ``"retry_after_ms"`` adds that header.
 - ``{"stall": 5.0, "content": "..."}`` — wait, then answer (a timeout when the client gives up first).
 - ``{"judge": "echo"}`` — a grounding judge that quotes the claim back as supported (for end-to-end runs).
 
-``requests`` records every request body (model, messages, response_format, temperature, max_tokens).
+The script under ``"*"`` answers models that have none of their own. ``reject_json_schema`` plays a server without
+structured outputs (a ``json_schema`` response format gets a 400). ``requests`` records every request body (model,
+messages, response_format, temperature, max_tokens).
 """
 
 from __future__ import annotations
@@ -60,12 +63,19 @@ def _echo_judgement(prompt: str) -> str:
     return json.dumps({"label": "supported", "quote": claim, "source_id": source_id, "reason": "quoted verbatim"})
 
 
+def _error(code: int, message: str, retry_after_ms: int | None = None) -> Response:
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+    headers = {"retry-after-ms": str(retry_after_ms)} if retry_after_ms is not None else None
+    return JSONResponse(body, status_code=code, headers=headers)
+
+
 class ScriptedOpenAI(FixtureSite):
     def __init__(self, scripts: dict[str, list[dict[str, Any]]] | None = None) -> None:
         super().__init__()
         self.scripts: dict[str, list[dict[str, Any]]] = dict(scripts or {})
         self.requests: list[dict[str, Any]] = []
         self.calls: dict[str, int] = {}
+        self.reject_json_schema = False
         app = Starlette(
             routes=[
                 Route("/healthz", lambda request: PlainTextResponse("ok")),
@@ -79,6 +89,13 @@ class ScriptedOpenAI(FixtureSite):
     def base_url_v1(self) -> str:
         return self.url("/v1")
 
+    def play(self, scripts: dict[str, list[dict[str, Any]]], *, reject_json_schema: bool = False) -> None:
+        """Start over with these scripts: call counts and recorded requests cleared."""
+        self.scripts = dict(scripts)
+        self.calls.clear()
+        self.requests.clear()
+        self.reject_json_schema = reject_json_schema
+
     def requests_for(self, model: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("model") == model]
 
@@ -89,14 +106,18 @@ class ScriptedOpenAI(FixtureSite):
         body = await request.json()
         self.requests.append(body)
         model = str(body.get("model", ""))
-        steps = self.scripts.get(model)
+        if self.reject_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+            return _error(400, "response_format json_schema is not supported by this server")
+        key = model if model in self.scripts else "*"
+        steps = self.scripts.get(key)
         if not steps:
-            return JSONResponse({"error": {"message": f"no script for model {model}"}}, status_code=404)
-        n = self.calls.get(model, 0)
-        self.calls[model] = n + 1
+            return _error(404, f"no script for model {model}")
+        n = self.calls.get(key, 0)
+        self.calls[key] = n + 1
         step = steps[min(n, len(steps) - 1)]
         if "status" in step:
-            return JSONResponse({"error": {"message": f"scripted {step['status']}"}}, status_code=int(step["status"]))
+            ms = step.get("retry_after_ms")
+            return _error(int(step["status"]), f"scripted HTTP {step['status']}", ms)
         if "stall" in step:
             await self.pause(float(step["stall"]))
         prompt = _user_text(body)
