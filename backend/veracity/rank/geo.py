@@ -11,6 +11,7 @@ often ordinary words there: "Split the …", "Reading the …").
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -90,9 +91,18 @@ def _cities(table: dict[str, set[str]]) -> set[str]:
     return {k for k, p in population.items() if p >= _SENTENCE_START_CITY_POPULATION}
 
 
-@lru_cache(maxsize=1)
+_BUILD = threading.Lock()
+
+
 def gazetteer() -> Gazetteer:
-    """Built once per process (about a second); callers on the event loop should warm it in a thread."""
+    """Built once per process, on first use (about half a second); concurrent first callers (the ranker runs in
+    worker threads) wait for the one build instead of each building their own."""
+    with _BUILD:
+        return _build()
+
+
+@lru_cache(maxsize=1)
+def _build() -> Gazetteer:
     table: dict[str, set[str]] = {}
     strong = _countries(table)
     _subdivisions(table)

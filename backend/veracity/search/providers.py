@@ -57,11 +57,9 @@ def web_retrieval(settings: Settings, sessionmaker: async_sessionmaker[AsyncSess
 def hit_ranker(settings: Settings) -> HitRanker:
     """The ranker the settings ask for. Asking for the rerank without the embedder's wheels fails here, at
     start-up, with the command that installs them — not silently in every run."""
-    from veracity.rank.geo import gazetteer
     from veracity.rank.score import Ranker
     from veracity.rank.trust import load_domain_trust
 
-    gazetteer()  # built once here (about half a second), not by the first branches racing in threads
     embedder = None
     if settings.rank.rerank:
         from veracity.rank.embed import INSTALL_HINT, Embedder
