@@ -77,7 +77,10 @@ class RetrievalCoordinator:
     _opened: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     _order: dict[str, int] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _io: asyncio.Semaphore | None = None
+    _io: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._io = asyncio.Semaphore(self.io_concurrency)
 
     async def claim(self, key: str) -> int | None:
         """The page's opening order (1, 2, …) if this branch may open ``key`` — not opened by any branch yet and
@@ -106,8 +109,6 @@ class RetrievalCoordinator:
                     return None
                 future = self._reserve(key)
         if first:
-            if self._io is None:
-                self._io = asyncio.Semaphore(self.io_concurrency)
             try:
                 async with self._io:
                     future.set_result(await load())
