@@ -120,10 +120,10 @@ async def test_a_faithful_model_draft_ships_with_its_usage_counted_and_streamed(
     assert report["outcome"] == "shipped"
     claims = [c for s in report["sections"] for c in s["claims"]]
     assert claims and all(c["label"] == "supported" for c in claims)
-    assert any(
-        "This is legal research, not legal advice" in (s.get("text") or "") or s["id"] == "disclaimer"
-        for s in report["sections"]
-    ) or report.get("disclaimer")
+    # The model wrote no disclaimer (GOOD has none); code added the policy's, in the draft's language.
+    assert report["disclaimer"] == (
+        "This is legal research, not legal advice; consult a qualified lawyer about any particular situation."
+    )
     calls = [p for n, p in result["events"] if n == "model_call"]
     assert [c["role"] for c in calls].count("composer") == 1 and {"judge", "reviewer"} <= {c["role"] for c in calls}
     assert calls[-1]["totals"]["calls"] == len(calls) == len(llm.requests)

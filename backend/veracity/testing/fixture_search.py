@@ -82,4 +82,16 @@ def search_routes(site: FixtureSite) -> list[Route]:
         )
         return HTMLResponse(f'<!DOCTYPE html><html><body><div class="serp__results">{items}</div></body></html>')
 
-    return [Route("/searxng/search", searxng), Route("/ddg/html/", ddg_html, methods=["POST"])]
+    async def searxng_without_json(request: Request) -> Response:
+        # An instance whose JSON output is not enabled: a 200 with its HTML page, whatever format is asked for.
+        return HTMLResponse("<!DOCTYPE html><html><body>SearXNG results page</body></html>")
+
+    async def searxng_not_a_list(request: Request) -> Response:
+        return JSONResponse({"query": request.query_params.get("q", ""), "results": "none"})
+
+    return [
+        Route("/searxng/search", searxng),
+        Route("/searxng-html/search", searxng_without_json),
+        Route("/searxng-odd/search", searxng_not_a_list),
+        Route("/ddg/html/", ddg_html, methods=["POST"]),
+    ]
