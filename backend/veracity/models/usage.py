@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +103,7 @@ class UsageMeter:
 current_meter: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar("veracity_usage", default=None)
 """The running run's meter (set by the run's task; None outside a run, e.g. ``veracity verify``)."""
 
-UsageListener = Any
+UsageListener = Callable[[dict[str, Any]], Awaitable[None]]
 current_listener: contextvars.ContextVar[UsageListener | None] = contextvars.ContextVar(
     "veracity_usage_listener", default=None
 )
