@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -67,7 +68,14 @@ async def test_stream_emits_the_eleven_events_in_order_with_sequential_ids(clien
         for claim in section["claims"]:
             assert claim["evidence_ids"] and all(eid in evidence for eid in claim["evidence_ids"])
             assert claim["label"] == "supported"
-    assert "[evidence:" in artifact["markdown"]
+    # The stored Markdown resolves anchors to numbered references: every [n] after a claim has a References entry
+    # quoting the evidence it stands for.
+    markdown = artifact["markdown"]
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", markdown.split("## References")[0])}
+    entries = dict(re.findall(r"^(\d+)\. “(.+?)” — ", markdown, flags=re.M))
+    assert cited and cited == {int(n) for n in entries}
+    quotes = {e["quote"] for e in report["evidence"]}
+    assert all(" ".join(q.split()) in {" ".join(x.split()) for x in quotes} for q in entries.values())
     versions = (await client.get(f"/v1/research/{run_id}/versions")).json()
     assert [v["version"] for v in versions["versions"]] == [1]
 

@@ -44,6 +44,8 @@ class Evidence(BaseModel):
     source: SourceRef
     origin_subtask_id: str
     score: float
+    context_before: str = Field(default="", description="Source text just before the quote, as read.")
+    context_after: str = Field(default="", description="Source text just after the quote, as read.")
 
 
 class BranchStat(BaseModel):
@@ -147,6 +149,8 @@ class ReportEvidence(BaseModel):
     content_hash: str
     origin_subtask_id: str
     published: str | None = None
+    context_before: str = ""
+    context_after: str = ""
 
 
 class Report(BaseModel):

@@ -9,6 +9,7 @@ CORPUS_RESERVED = "The corpus name 'web' is reserved for the open web; choose an
 RUN_UNKNOWN = "No run with ID '{run_id}'."
 RUN_ID_MALFORMED = "'{run_id}' is not a run ID (run IDs are 32 hexadecimal characters)."
 LAST_EVENT_ID_MALFORMED = "Last-Event-ID must be a non-negative whole number, got '{value}'."
+VERSION_UNKNOWN = "Run '{run_id}' has no artifact version {version} (it has {have})."
 NO_ARTIFACT = "Run '{run_id}' has no report yet (status: {status})."
 INGEST_PATH_MISSING = "No such file or folder: {path}"
 INGEST_UNSUPPORTED = "Unsupported file type '{suffix}' (supported: .md .txt .html .htm .pdf .jsonl)."

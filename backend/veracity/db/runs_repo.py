@@ -62,6 +62,19 @@ async def recent_runs(*, session: AsyncSession, limit: int = 20) -> Sequence[Res
     return result.scalars().all()
 
 
+async def runs_of_question(
+    *, session: AsyncSession, question: str, template_id: str, exclude: str, limit: int = 10
+) -> Sequence[ResearchRun]:
+    """Other runs of the same question with the same template, newest first (a question's history)."""
+    result = await session.execute(
+        select(ResearchRun)
+        .where(ResearchRun.question == question, ResearchRun.template_id == template_id, ResearchRun.id != exclude)
+        .order_by(ResearchRun.created_at.desc())
+        .limit(limit)
+    )
+    return result.scalars().all()
+
+
 async def unfinished_runs(*, session: AsyncSession) -> Sequence[ResearchRun]:
     result = await session.execute(select(ResearchRun).where(ResearchRun.status.in_(("pending", "running"))))
     return result.scalars().all()

@@ -61,10 +61,26 @@ class RunView:
     error: str | None = None
     model_usage: dict[str, Any] | None = None
     """Model calls, tokens and cost so far (from the last ``model_call``)."""
+    version: int | None = None
+    """The artifact version the report shown is (the one ``complete`` wrote, or one picked from the history)."""
 
     @property
     def opened_in_order(self) -> list[dict[str, Any]]:
         return [self.opened[k] for k in sorted(self.opened)]
+
+    def source_sections(self, subtasks: list[str], doc_id: str | None = None) -> str:
+        """The sections a source serves, space-separated (the source inspector filters on it): the sections its
+        branches were planned for, and, once there is a report, the sections whose claims cite it."""
+        sections: set[str] = set()
+        for subtask in subtasks:
+            if subtask in self.branches:
+                sections.update(self.branches[subtask].targets)
+        if self.report and doc_id:
+            cited = {ev["id"] for ev in self.report.get("evidence", []) if ev.get("doc_id") == doc_id}
+            for section in self.report.get("sections", []):
+                if any(eid in cited for claim in section.get("claims", []) for eid in claim.get("evidence_ids", [])):
+                    sections.add(section["id"])
+        return " ".join(sorted(sections))
 
     @property
     def finished(self) -> bool:
@@ -235,6 +251,7 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
         view.status = "done"
         view.outcome = p.get("outcome")
         view.report = p.get("report")
+        view.version = p.get("version")
         for node, status in view.nodes.items():
             if status == "pending":
                 view.nodes[node] = "skipped"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from veracity.checks import anchored
 from veracity.domain import Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
 from veracity.specs.models import Spec
@@ -20,6 +23,8 @@ def report_evidence(evidence: list[Evidence], cited: set[str] | None = None) -> 
             content_hash=ev.content_hash,
             origin_subtask_id=ev.origin_subtask_id,
             published=ev.source.published,
+            context_before=ev.context_before,
+            context_after=ev.context_after,
         )
         for ev in evidence
         if cited is None or ev.id in cited
@@ -74,25 +79,84 @@ def shipped_report(
     )
 
 
-def render_markdown(report: Report) -> str:
-    lines = [f"# {report.question}", "", f"*Template:* {report.template} · *Outcome:* {report.outcome}"]
-    if report.outcome_reason:
-        lines.append(f"*Reason:* {report.outcome_reason}")
-    if report.needs_human_reason:
-        lines.append(f"*Needs a human:* {report.needs_human_reason}")
-    for note in report.notes:
-        lines += ["", f"> {note}"]
+def reference_numbers(report: Report) -> dict[str, int]:
+    """Evidence id → reference number: in order of first citation, section by section, then any evidence the
+    report carries but no claim cites. The page's anchor chips and both exports use these same numbers."""
+    numbers: dict[str, int] = {}
+    known = {ev.id for ev in report.evidence}
     for section in report.sections:
-        lines += ["", f"## {section.title}", "", f"*Status:* {section.status}"]
-        if section.note:
-            lines += ["", f"_{section.note}_"]
         for claim in section.claims:
-            lines += ["", f"- {anchored(claim.text, claim.evidence_ids)}"]
+            for eid in claim.evidence_ids:
+                if eid in known and eid not in numbers:
+                    numbers[eid] = len(numbers) + 1
+    for ev in report.evidence:
+        numbers.setdefault(ev.id, len(numbers) + 1)
+    return numbers
+
+
+def _markers(evidence_ids: list[str], numbers: dict[str, int]) -> str:
+    return "".join(f"[{numbers[eid]}]" if eid in numbers else f"[{eid}: not in the report]" for eid in evidence_ids)
+
+
+def _md_inline(text: str) -> str:
+    """Source or model text on one Markdown line: whitespace folded, HTML and Markdown syntax made literal."""
+    text = " ".join(text.split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", text)
+
+
+def _md_url(url: str) -> str:
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C").replace(">", "%3E")
+
+
+def render_markdown(report: Report, *, version: int | None = None, permalink: str | None = None) -> str:
+    """The report as Markdown: each claim ends with its numbered references ``[1]``; the References list gives each
+    one's exact quote, its source (linked when it has a URL) and where in the source it stands."""
+    numbers = reference_numbers(report)
+    by_id = {ev.id: ev for ev in report.evidence}
+    meta = [f"*Template:* {report.template}", f"*Outcome:* {report.outcome}", f"*Run:* `{report.run_id}`"]
+    if version is not None:
+        meta.append(f"*Version:* {version}")
+    lines = [f"# {_md_inline(report.question)}", "", " · ".join(meta)]
+    if permalink:
+        lines.append(f"*Permalink:* <{permalink}>")
+    if report.outcome_reason:
+        lines.append(f"*Reason:* {_md_inline(report.outcome_reason)}")
+    if report.needs_human_reason:
+        lines.append(f"*Needs a human:* {_md_inline(report.needs_human_reason)}")
+    for note in report.notes:
+        lines += ["", f"> {_md_inline(note)}"]
+    for section in report.sections:
+        lines += ["", f"## {_md_inline(section.title)}", "", f"*Status:* {section.status.replace('_', ' ')}"]
+        if section.note:
+            lines += ["", f"_{_md_inline(section.note)}_"]
+        for claim in section.claims:
+            label = f" *({claim.label})*" if claim.label else ""
+            lines += ["", f"- {_md_inline(claim.text)} {_markers(claim.evidence_ids, numbers)}{label}"]
     if report.disclaimer:
-        lines += ["", f"*{report.disclaimer}*"]
-    if report.evidence:
-        lines += ["", "## Evidence", ""]
-        for ev in report.evidence:
-            where = ev.url or ev.doc_id
-            lines.append(f"- `{ev.id}` — {ev.title} ({where}), chars {ev.start}–{ev.end}: “{ev.quote}”")
+        lines += ["", f"*{_md_inline(report.disclaimer)}*"]
+    if numbers:
+        lines += ["", "## References", ""]
+        for eid, n in sorted(numbers.items(), key=lambda item: item[1]):
+            ev = by_id[eid]
+            title = _md_inline(ev.title or ev.doc_id)
+            source = f"[{title}]({_md_url(ev.url)})" if ev.url else f"{title} (`{ev.doc_id}`)"
+            when = f", published {ev.published}" if ev.published else ""
+            lines.append(f"{n}. “{_md_inline(ev.quote)}” — {source}, characters {ev.start}–{ev.end}{when} `{eid}`")
     return "\n".join(lines) + "\n"
+
+
+def export_json(report: Report, *, version: int, permalink: str) -> dict[str, Any]:
+    """The report with its anchors resolved: each claim lists its reference numbers next to the evidence ids, and
+    ``references`` holds, per number, the quote, its source, its offsets and the text around it."""
+    numbers = reference_numbers(report)
+    by_id = {ev.id: ev for ev in report.evidence}
+    data = report.model_dump(mode="json", exclude={"evidence"})
+    for section in data["sections"]:
+        for claim in section["claims"]:
+            claim["references"] = [numbers[eid] for eid in claim["evidence_ids"] if eid in numbers]
+    references = []
+    for eid, n in sorted(numbers.items(), key=lambda item: item[1]):
+        ev = by_id[eid]
+        references.append({"number": n, **ev.model_dump(mode="json")})
+    return {"format": "veracity-report/1", "version": version, "permalink": permalink, **data, "references": references}

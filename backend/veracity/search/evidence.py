@@ -10,6 +10,8 @@ from veracity.graph.context import SearchHit
 from veracity.text import content_terms, sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
+CONTEXT_CHARS = 280
+"""Source text kept either side of a quote, so a reader sees the quote where it stood (cut at a word)."""
 _TERMINAL = re.compile(r"[.!][\"'”’)\]]*$")
 _NAVISH = re.compile(r"^(see also|references|external links|click|read more|share|subscribe)\b", re.I)
 
@@ -26,6 +28,20 @@ def is_fact_shaped(sentence: str) -> bool:
         return False
     letters = sum(ch.isalpha() for ch in sentence)
     return letters >= 0.6 * len(sentence.replace(" ", ""))
+
+
+def context_around(text: str, start: int, end: int, size: int = CONTEXT_CHARS) -> tuple[str, str]:
+    """Up to ``size`` characters of ``text`` before ``start`` and after ``end``, cut at whitespace so no word is
+    shown half; an ellipsis marks where the context was cut short of the text's own edge."""
+    lo, hi = max(0, start - size), min(len(text), end + size)
+    before, after = text[lo:start], text[end:hi]
+    if lo > 0:
+        cut = before.find(" ")
+        before = "…" + (before[cut + 1 :] if 0 <= cut < len(before) - 1 else before)
+    if hi < len(text):
+        cut = after.rfind(" ")
+        after = (after[:cut] if cut > 0 else after) + "…"
+    return before, after
 
 
 def evidence_id(doc_id: str, start: int, end: int) -> str:
@@ -50,6 +66,7 @@ def extract_evidence(
             continue
         overlap = 0.7 * focus_hit + 0.3 * len(terms & sentence_words) / max(1, len(terms))
         start, end = hit.start + s, hit.start + e
+        before, after = context_around(hit.text, s, e)
         out.append(
             Evidence(
                 id=evidence_id(hit.doc_id, start, end),
@@ -69,6 +86,8 @@ def extract_evidence(
                 # The passage's rank score, lifted by how much of the sub-question the sentence itself covers;
                 # earlier sentences of a passage (Wikipedia leads put the definition first) get a small edge.
                 score=round(hit.score * (0.5 + overlap) * (1.0 - min(s, 2000) / 20000), 6),
+                context_before=before,
+                context_after=after,
             )
         )
     return out

@@ -29,6 +29,7 @@ from veracity.settings import REPO_ROOT, Settings, get_settings
 from veracity.specs.registry import SpecRegistry
 from veracity.web import api, pages
 from veracity.web.topology import graph_shape
+from veracity.web.view import age, report_reference_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)
     templates = Jinja2Templates(directory=str(FRONTEND / "templates"))
     templates.env.filters["host"] = host_of
+    templates.env.filters["refnumbers"] = report_reference_numbers
+    templates.env.filters["age"] = age
     app.state.templates = templates
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Header, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import APIRouter, Form, Header, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 
 from veracity import messages
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import corpus_repo, runs_repo
+from veracity.db.models import ArtifactVersion
+from veracity.domain import Report
 from veracity.errors import BadInput, NotFound
 from veracity.runs.reducer import reduce_events
+from veracity.runs.report import export_json, render_markdown
 from veracity.runs.service import check_run_id, parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep, ShapeDep, TemplatesDep
 from veracity.web.sse import page_stream
@@ -86,9 +89,33 @@ async def open_run(
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
+async def _artifact(session: Any, run_id: str, version: int | None) -> tuple[Any, ArtifactVersion, list[Any]]:
+    """The run, the artifact version asked for (the latest when ``version`` is None) and every version's row."""
+    check_run_id(run_id)
+    run = await runs_repo.get_run(session=session, run_id=run_id)
+    if run is None:
+        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+    versions = list(await runs_repo.artifact_versions(session=session, run_id=run_id))
+    if not versions:
+        raise NotFound(run.error or messages.NO_ARTIFACT.format(run_id=run_id, status=run.status))
+    if version is None:
+        return run, versions[-1], versions
+    chosen = next((a for a in versions if a.version == version), None)
+    if chosen is None:
+        have = ", ".join(str(a.version) for a in versions)
+        raise NotFound(messages.VERSION_UNKNOWN.format(run_id=run_id, version=version, have=have))
+    return run, chosen, versions
+
+
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run_page(
-    request: Request, run_id: str, templates: TemplatesDep, session: SessionDep, shape: ShapeDep
+    request: Request,
+    run_id: str,
+    templates: TemplatesDep,
+    session: SessionDep,
+    shape: ShapeDep,
+    service: ServiceDep,
+    version: Annotated[int | None, Query(ge=1, description="An artifact version; the latest if omitted.")] = None,
 ) -> HTMLResponse:
     check_run_id(run_id)
     run = await runs_repo.get_run(session=session, run_id=run_id)
@@ -98,8 +125,15 @@ async def run_page(
     view = reduce_events(run_id, events)
     if not events and run.status == "pending":
         view.template, view.question = run.template_id, run.question
-    artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+    versions = list(await runs_repo.artifact_versions(session=session, run_id=run_id))
+    if version is not None:
+        _, chosen, _ = await _artifact(session, run_id, version)
+        view.report, view.version = chosen.report, chosen.version
     audit = await runs_repo.audit_trail(session=session, run_id=run_id)
+    spec = _spec_or_none(service, run.template_id)
+    same_question = await runs_repo.runs_of_question(
+        session=session, question=run.question, template_id=run.template_id, exclude=run_id, limit=10
+    )
     return templates.TemplateResponse(
         request,
         "pages/run.html",
@@ -108,14 +142,61 @@ async def run_page(
             "view": view,
             "audit": audit,
             "topo": layout(shape, view),
-            "version": artifact.version if artifact else None,
+            "latest_version": versions[-1].version if versions else None,
+            "base_url": str(request.base_url),
+            "sections": spec.sections if spec else [],
+            "same_question": same_question,
             "attribution": ATTRIBUTION,
         },
     )
 
 
+def _spec_or_none(service: Any, template_id: str) -> Any:
+    try:
+        return service.registry.get(template_id)
+    except BadInput:  # a run of a template since removed still opens; its filter just lists no sections
+        return None
+
+
+def _download_name(run_id: str, version: int, suffix: str) -> str:
+    return f"veracity-{run_id[:12]}-v{version}.{suffix}"
+
+
+@router.get("/runs/{run_id}/report.md", response_class=PlainTextResponse)
+async def export_markdown(
+    request: Request,
+    run_id: str,
+    session: SessionDep,
+    version: Annotated[int | None, Query(ge=1)] = None,
+) -> PlainTextResponse:
+    """The report as Markdown, anchors resolved to numbered references with their quotes and links."""
+    _, artifact, _ = await _artifact(session, run_id, version)
+    permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
+    body = render_markdown(Report.model_validate(artifact.report), version=artifact.version, permalink=permalink)
+    disposition = f'attachment; filename="{_download_name(run_id, artifact.version, "md")}"'
+    return PlainTextResponse(
+        body, media_type="text/markdown; charset=utf-8", headers={"Content-Disposition": disposition}
+    )
+
+
+@router.get("/runs/{run_id}/report.json")
+async def export_report_json(
+    request: Request,
+    run_id: str,
+    session: SessionDep,
+    version: Annotated[int | None, Query(ge=1)] = None,
+) -> JSONResponse:
+    """The report as JSON, each claim with its reference numbers and the references resolved."""
+    _, artifact, _ = await _artifact(session, run_id, version)
+    permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
+    body = export_json(Report.model_validate(artifact.report), version=artifact.version, permalink=permalink)
+    disposition = f'attachment; filename="{_download_name(run_id, artifact.version, "json")}"'
+    return JSONResponse(body, headers={"Content-Disposition": disposition})
+
+
 @router.get("/runs/{run_id}/live")
 async def run_live(
+    request: Request,
     run_id: str,
     service: ServiceDep,
     session: SessionDep,
@@ -139,6 +220,6 @@ async def run_live(
             return list(await runs_repo.audit_trail(session=audit_session, run_id=run_id))
 
     return EventSourceResponse(
-        page_stream(templates, shape, view, service.tail(run_id, cursor), audit),
+        page_stream(templates, shape, view, service.tail(run_id, cursor), audit, base_url=str(request.base_url)),
         ping=settings.limits.sse_ping_seconds,
     )

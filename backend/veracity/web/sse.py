@@ -34,7 +34,7 @@ def _render(templates: Jinja2Templates, name: str, **context: Any) -> str:
 
 
 def page_messages(
-    templates: Jinja2Templates, shape: GraphShape, view: RunView, event: RunEvent
+    templates: Jinja2Templates, shape: GraphShape, view: RunView, event: RunEvent, base_url: str = "/"
 ) -> list[ServerSentEvent]:
     """Apply one event to the view and render what it changed."""
     apply(view, event.seq, event.name, event.payload, event.created_at)
@@ -56,7 +56,9 @@ def page_messages(
     if view.finished:
         messages += [
             ServerSentEvent(data=_render(templates, "partials/_sources.html", view=view), event="sources", id=seq),
-            ServerSentEvent(data=_render(templates, "partials/_report.html", view=view), event="report", id=seq),
+            ServerSentEvent(
+                data=_render(templates, "partials/_report.html", view=view, base_url=base_url), event="report", id=seq
+            ),
             ServerSentEvent(data="finished", event="done", id=seq),
         ]
     return messages
@@ -68,9 +70,10 @@ async def page_stream(
     view: RunView,
     events: AsyncIterator[RunEvent],
     audit: Callable[[], Awaitable[list[Any]]] | None = None,
+    base_url: str = "/",
 ) -> AsyncIterator[ServerSentEvent]:
     async for event in events:
-        messages = page_messages(templates, shape, view, event)
+        messages = page_messages(templates, shape, view, event, base_url)
         if view.finished and audit is not None:
             # The audit trail is complete once the run is: send it before `done` closes the stream.
             entries = await audit()

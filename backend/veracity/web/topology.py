@@ -76,6 +76,21 @@ class Box:
     note: str = ""
     counters: str = ""
     branch_of: str | None = None
+    tone: str = ""
+    """"warn" when a guard stage found a problem or the run fell back, "stop" when it was routed away."""
+
+
+def _tone(node: str, note: str, outcome: str | None) -> str:
+    if node == "route" and note in ("escalate", "crisis"):
+        return "stop"
+    if node == "verify" and note and note != "verdict ok":
+        return "warn"
+    if node == "decide" and note:
+        if note == "crisis":
+            return "stop"
+        if note in ("fail_safe", "handoff", "revise") or outcome in ("fallback", "handoff"):
+            return "warn"
+    return ""
 
 
 @dataclass
@@ -139,6 +154,7 @@ def layout(shape: GraphShape, view: RunView) -> Topology:
                     h=BOX_H,
                     state=state,
                     note=view.node_notes.get(node, ""),
+                    tone=_tone(node, view.node_notes.get(node, ""), view.outcome),
                 )
             ]
     edges: list[Edge] = []

@@ -51,7 +51,16 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     if opened is None:
         return None
     page, order, first = opened
-    sources.append({"order": order, "kind": "web", "shared": not first, "rank": hit.rank_terms, **page.summary()})
+    sources.append(
+        {
+            "order": order,
+            "kind": "web",
+            "doc_id": hit.doc_id,
+            "shared": not first,
+            "rank": hit.rank_terms,
+            **page.summary(),
+        }
+    )
     stat.pages += 1
     if not page.ok:
         if first:  # a branch that only shared another's failed fetch does not report it again
