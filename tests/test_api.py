@@ -222,6 +222,52 @@ async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_
     assert page.count('<tr class="ev') == len(await _events(client, run_id))
 
 
+async def test_exports_and_versions_over_http(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    response = await client.post(
+        "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
+    )
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    await client.app.state.service.wait(run_id)
+    report = (await client.get(f"/v1/research/{run_id}")).json()["report"]
+
+    md = await client.get(f"/runs/{run_id}/report.md")
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    assert md.headers["content-disposition"] == f'attachment; filename="veracity-{run_id[:12]}-v1.md"'
+    assert f"*Permalink:* <http://testserver/runs/{run_id}?version=1>" in md.text
+    exported = await client.get(f"/runs/{run_id}/report.json?version=1")
+    data = exported.json()
+    assert exported.headers["content-disposition"].endswith('-v1.json"')
+    assert data["version"] == 1 and data["permalink"] == f"http://testserver/runs/{run_id}?version=1"
+    cited = [eid for s in report["sections"] for c in s["claims"] for eid in c["evidence_ids"]]
+    assert {r["id"] for r in data["references"]} == {e["id"] for e in report["evidence"]} >= set(cited)
+
+    # A second version (as a later re-check would write): the page and the exports reach either one and say which.
+    engine = make_engine(small_db_url)
+    from sqlalchemy.ext.asyncio import async_sessionmaker
+
+    from veracity.db import runs_repo
+
+    async with async_sessionmaker(engine)() as session, session.begin():
+        v2 = {**report, "outcome_reason": "second version", "sections": report["sections"][:1]}
+        await runs_repo.add_artifact_version(session=session, run_id=run_id, report=v2, markdown="")
+    await engine.dispose()
+    latest = (await client.get(f"/runs/{run_id}?version=2")).text
+    assert 'data-version="2" data-latest="2"' in latest and "(latest)" in latest
+    older = (await client.get(f"/runs/{run_id}?version=1")).text
+    assert 'data-version="1" data-latest="2"' in older and "an earlier version" in older
+    assert f'href="/runs/{run_id}?version=2"' in older
+    assert older.count('class="section-card"') == len(report["sections"]) > latest.count('class="section-card"') == 1
+    assert (await client.get(f"/runs/{run_id}/report.json")).json()["version"] == 2
+    assert "*Version:* 1" in (await client.get(f"/runs/{run_id}/report.md?version=1")).text
+
+    missing = await client.get(f"/runs/{run_id}/report.md?version=7")
+    assert missing.status_code == 404
+    assert f"Run '{run_id}' has no artifact version 7 (it has 1, 2)." in missing.text
+    assert (await client.get(f"/runs/{run_id}?version=7")).status_code == 404
+    assert (await client.get(f"/runs/{run_id}?version=0")).status_code == 422
+
+
 async def _events(client: Any, run_id: str) -> list[Any]:
     _, events = await collect(client, "GET", f"/v1/research/{run_id}/events")
     return events
