@@ -138,3 +138,21 @@ def test_topology_tones_a_failed_guard_a_floor_decision_and_a_routed_away_run() 
     assert _tone("decide", "crisis", "crisis") == "stop"
     assert _tone("decide", "", "escalated") == ""  # a node that never ran is not coloured by the outcome
     assert _tone("route", "escalate", "escalated") == "stop"
+
+
+def test_timeline_rows_say_which_are_failures_retries_and_check_findings() -> None:
+    view = RunView(run_id="r")
+    events = [
+        ("retrieve_map_progress", {"subtask_id": "st1", "status": "done", "page_errors": ["http://x: timeout: slow"]}),
+        ("draft_composed", {"attempt": 1, "composer": "extractive", "claims": 3}),
+        ("self_check_complete", {"attempt": 1, "verdict": "revise", "violations": [{"check": "anchor"}]}),
+        ("revise_requested", {"attempt": 1, "reason": "1 violation"}),
+        ("draft_composed", {"attempt": 2, "composer": "extractive", "claims": 2, "told": 1}),
+        ("error", {"message": "boom"}),
+    ]
+    for seq, (name, payload) in enumerate(events, start=1):
+        apply(view, seq, name, payload, T0 + timedelta(milliseconds=250 * seq))
+    assert [r.kind for r in view.timeline] == ["failure", "info", "guard", "retry", "retry", "failure"]
+    assert [r.offset_ms for r in view.timeline] == [0, 250, 500, 750, 1000, 1250]
+    apply(view, 3, "complete", {"outcome": "shipped"}, T0)  # late: already past seq 3, changes nothing
+    assert len(view.timeline) == 6 and view.status == "failed" and view.outcome is None

@@ -37,7 +37,7 @@ class TimelineRow:
     at: str
     offset_ms: int
     summary: str
-    kind: str  # "info" | "progress" | "guard" | "failure" | "done"
+    kind: str  # "info" | "progress" | "guard" | "retry" | "failure" | "done"
 
 
 @dataclass
@@ -134,9 +134,8 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
             return f"attempt {p.get('attempt')}: {p['failure']}", "failure"
         told = f", told {p.get('told')} violation(s) of the last attempt" if p.get("told") else ""
         shape = "malformed output" if p.get("malformed") else f"{p.get('claims', 0)} claims"
-        return f"attempt {p.get('attempt')} by {p.get('composer')}: {shape}{told}", (
-            "guard" if p.get("malformed") else "info"
-        )
+        kind = "guard" if p.get("malformed") else ("retry" if int(p.get("attempt") or 1) > 1 else "info")
+        return f"attempt {p.get('attempt')} by {p.get('composer')}: {shape}{told}", kind
     if name == "self_check_complete":
         n = len(p.get("violations", []))
         layers = ", ".join(f"{k.upper()} {v}" for k, v in p.get("layers", {}).items())
@@ -147,7 +146,7 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
             "guard" if n or p.get("verdict") != "ok" else "info",
         )
     if name == "revise_requested":
-        return f"revise: {p.get('reason')}", "guard"
+        return f"revise: {p.get('reason')}", "retry"
     if name == "route_decided":
         return f"route {p.get('route')}: {p.get('reason')}", "guard" if p.get("route") != "proceed" else "info"
     if name == "gate_rejected":
