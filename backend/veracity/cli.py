@@ -84,15 +84,18 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.ingest import ingest_path
+    from veracity.progress import IngestProgress, resolve_mode
 
+    mode = resolve_mode(args.progress, sys.stderr)
     async with _Runtime(settings) as rt:
-        report = await ingest_path(
-            sessionmaker=rt.sessionmaker,
-            path=Path(args.path),
-            corpus=args.corpus,
-            chunk_chars=settings.corpus.chunk_chars,
-            progress=lambda line: print(line, file=sys.stderr),
-        )
+        with IngestProgress(mode, stream=sys.stderr) as progress:
+            report = await ingest_path(
+                sessionmaker=rt.sessionmaker,
+                path=Path(args.path),
+                corpus=args.corpus,
+                chunk_chars=settings.corpus.chunk_chars,
+                progress=progress if mode != "none" else None,
+            )
     for error in report.errors:
         _err(error)
     summary = report.as_dict()
@@ -180,17 +183,18 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.db import runs_repo
+    from veracity.progress import AskProgress, resolve_mode
 
+    mode = resolve_mode(args.progress, sys.stderr)
     async with _Runtime(settings) as rt:
         service = rt.service()
         run_id = await service.start(question=args.question, template=args.template, corpus=args.corpus)
-        print(f"run {run_id} started", file=sys.stderr)
-        async for event in service.tail(run_id):
-            line = f"[{event.seq:>3}] {event.name}"
-            if "subtask_id" in event.payload:
-                line += f" {event.payload['subtask_id']} {event.payload.get('status', '')}"
-            print(line, file=sys.stderr)
-        await service.wait(run_id)
+        # Progress goes to stderr only: stdout stays exactly the report, so it can be piped.
+        with AskProgress(mode, stream=sys.stderr) as progress:
+            progress.started(run_id)
+            async for event in service.tail(run_id):
+                progress.event(event.seq, event.name, event.payload)
+            await service.wait(run_id)
         async with rt.sessionmaker() as session:
             run = await runs_repo.get_run(session=session, run_id=run_id)
             artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
@@ -273,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--corpus", default="local")
     p.add_argument("--json", action="store_true")
+    _progress_option(p)
 
     sub.add_parser("load-default-corpus", help="load the bundled Wikipedia lead sections when the wiki corpus is empty")
     sub.add_parser("migrate", help="bring the database to the latest migration")
@@ -305,7 +310,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="a local corpus, or `web` to search the open web and fetch pages (default: the template's)",
     )
     p.add_argument("--json", action="store_true")
+    _progress_option(p)
     return parser
+
+
+def _progress_option(p: argparse.ArgumentParser) -> None:
+    from veracity.progress import CHOICES
+
+    p.add_argument(
+        "--progress",
+        choices=CHOICES,
+        default="auto",
+        help="progress on stderr: a bar, one plain line per step, or none "
+        "(default auto: a bar when stderr is a terminal and TERM is not dumb, else plain lines)",
+    )
 
 
 COMMANDS = {

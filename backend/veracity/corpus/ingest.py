@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -51,6 +52,28 @@ class IngestReport:
             "unchanged": self.unchanged,
             "errors": self.errors,
         }
+
+
+@dataclass(frozen=True)
+class IngestStep:
+    """One file handled: the ``done``-th of ``total``, its documents (0 when it failed), the running report."""
+
+    file: Path
+    done: int
+    total: int
+    documents: int
+    error: str | None
+    report: IngestReport
+
+
+class IngestListener(Protocol):
+    """Follows an ingest (the CLI draws its progress from it); called in order, from the ingesting task."""
+
+    def files_found(self, total: int) -> None: ...
+
+    def documents_stored(self, file: Path, stored: int, documents: int) -> None: ...
+
+    def file_done(self, step: IngestStep) -> None: ...
 
 
 def discover(path: Path) -> tuple[Path, list[Path]]:
@@ -103,22 +126,42 @@ async def ingest_path(
     path: Path,
     corpus: str,
     chunk_chars: int,
-    progress: Callable[[str], None] | None = None,
+    progress: IngestListener | None = None,
 ) -> IngestReport:
+    """Ingest a file or every supported file under a folder. ``progress`` hears the file count first (the
+    folder is listed before anything is read), each batch of a file's documents stored, and each file done."""
     check_corpus_name(corpus)
     root, files = discover(path)
     report = IngestReport()
-    for file in files:
+    if progress:
+        progress.files_found(len(files))
+    for done, file in enumerate(files, 1):
         try:
             docs = read_file(file, doc_id_for(root, file))
         except IngestError as exc:
             report.errors.append(exc.message)
-            logger.warning("ingest skipped a file: %s", exc.message)
+            if progress:  # the listener shows it; logging it too would say it twice
+                progress.file_done(IngestStep(file, done, len(files), 0, exc.message, report))
+            else:
+                logger.warning("ingest skipped a file: %s", exc.message)
             continue
+        stored = 0
+
+        def stored_batch(count: int, file: Path = file, documents: int = len(docs)) -> None:
+            nonlocal stored
+            stored += count
+            if progress:
+                progress.documents_stored(file, stored, documents)
+
         await ingest_documents(
-            sessionmaker=sessionmaker, corpus=corpus, docs=docs, chunk_chars=chunk_chars, report=report
+            sessionmaker=sessionmaker,
+            corpus=corpus,
+            docs=docs,
+            chunk_chars=chunk_chars,
+            report=report,
+            progress=stored_batch if progress else None,
         )
         report.files += 1
         if progress:
-            progress(f"{file}: {len(docs)} document(s)")
+            progress.file_done(IngestStep(file, done, len(files), len(docs), None, report))
     return report
