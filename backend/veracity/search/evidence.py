@@ -10,6 +10,8 @@ from veracity.graph.context import SearchHit
 from veracity.text import content_terms, sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
+MIN_FOCUS_MASS = 0.5
+"""The share of the question's focus-term weight (rarity in the corpus) a sentence must carry to be kept."""
 CONTEXT_CHARS = 280
 """Source text kept either side of a quote, so a reader sees the quote where it stood (cut at a word)."""
 _TERMINAL = re.compile(r"[.!][\"'”’)\]]*$")
@@ -91,6 +93,27 @@ def extract_evidence(
             )
         )
     return out
+
+
+def keep_focused(evidence: list[Evidence], weights: dict[str, float] | None) -> list[Evidence]:
+    """Drop sentences that carry too little of what the question is about.
+
+    ``weights`` is each focus term's rarity in the corpus (0 for a word the corpus never uses). A sentence,
+    read with its source's title, is kept when it names the question's most specific term (the rarest one the
+    corpus holds) or carries at least ``MIN_FOCUS_MASS`` of the focus terms' total weight. For "history of
+    coffee production" a sentence about film or oil production shares only "production" (and perhaps "history")
+    and is dropped; one about coffee is kept. Without weights, nothing is dropped."""
+    total = sum((weights or {}).values())
+    if not weights or total <= 0:
+        return evidence
+    top = max(weights.values())
+    anchors = {term for term, w in weights.items() if w == top}
+    kept = []
+    for ev in evidence:
+        present = set(words(ev.quote)) | set(words(ev.source.title))
+        if anchors & present or sum(w for t, w in weights.items() if t in present) >= MIN_FOCUS_MASS * total:
+            kept.append(ev)
+    return kept
 
 
 def fingerprint(ev: Evidence) -> str:

@@ -13,6 +13,8 @@ from veracity.db.corpus_repo import ChunkHit, search_chunks
 from veracity.graph.context import SearchHit
 from veracity.search.memindex import MemoryIndexes
 
+RARITY_MIN_PASSAGES = 1000
+
 
 class LocalSearch:
     name = "local"
@@ -27,6 +29,15 @@ class LocalSearch:
             return index.search(query, k)
         async with self._sessionmaker() as session:
             return await search_chunks(session=session, corpus=corpus, query=query, k=k)
+
+    async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None:
+        """Each term's rarity in the corpus (``MemoryIndex.rarity``), or None when it cannot be measured: no
+        in-memory index, or fewer than ``RARITY_MIN_PASSAGES`` passages — in a dozen help articles "get" and
+        "since" look rarer than "refund", and a curated corpus that small is on topic by construction."""
+        index = await self.indexes.get(corpus) if self.indexes is not None else None
+        if index is None or len(index.hits) < RARITY_MIN_PASSAGES:
+            return None
+        return {term: index.rarity(term) for term in terms}
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
         hits = await self.chunks(query=query, corpus=corpus, k=k)

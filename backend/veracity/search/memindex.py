@@ -92,6 +92,12 @@ class MemoryIndex:
             idf = max(math.log((n - len(rows) + 0.5) / (len(rows) + 0.5)), 1e-6)
             self.postings[term] = Posting(np.array(rows, dtype=np.int32), np.array(parts, dtype=np.float32) * idf)
 
+    def rarity(self, word: str) -> float:
+        """How much a word says about a passage: ln(1 + N / df) over this corpus's passages, always positive;
+        0 for a word no passage holds (nothing this corpus returns can carry it)."""
+        posting = self.postings.get(self.analyzer.stem(word.lower()))
+        return math.log(1 + len(self.hits) / len(posting.rows)) if posting is not None else 0.0
+
     def search(self, query: str, k: int) -> list[ChunkHit]:
         """Best ``k`` passages for the query's content words (an OR of them, as the FTS5 path sends)."""
         stems = {self.analyzer.stem(t) for t in query_terms(query)}
