@@ -64,7 +64,7 @@ def _report() -> Report:
             _ev("evA", "Beans are roasted."),
             _ev("evB", "Coffee is brewed from beans.", url="https://example.org/coffee (1)", doc="coffee"),
             _ev("evC", "Brazil grows most <script>x</script> coffee."),
-            _ev("evD", "Never cited."),
+            _ev("evD", "Never cited.", url="javascript:alert(1)", doc="js"),
         ],
     )
 
@@ -84,8 +84,9 @@ def test_markdown_resolves_every_marker_to_a_reference_with_its_quote_and_link()
     assert [int(n) for n, _, _ in entries] == [1, 2, 3, 4]
     assert entries[0][1] == "Coffee is brewed from beans."
     assert "[Title of coffee](https://example.org/coffee%20%281%29)" in entries[0][2]
-    assert "Title of doc (`doc`), characters 10–28" in entries[1][2]
+    assert "Title of doc (doc), characters 10–28" in entries[1][2]
     assert "&lt;script&gt;" in entries[2][1] and "<script>" not in md
+    assert "Title of js (javascript:alert(1))" in entries[3][2] and "](javascript:" not in md  # text, never a link
 
 
 def test_json_export_maps_each_claims_evidence_to_its_reference_numbers() -> None:
@@ -107,6 +108,22 @@ def test_context_around_cuts_at_words_and_marks_the_cut() -> None:
     before, after = context_around(text, start, end, size=10)
     assert before == "…gamma. " and after == " Delta…"
     assert context_around("Only the quote.", 0, 15) == ("", "")
+
+
+def test_only_http_links_are_links() -> None:
+    from veracity.web.view import safe_url
+
+    assert safe_url("https://example.org/a?b=1") == "https://example.org/a?b=1"
+    assert safe_url(" HTTP://example.org ") == "HTTP://example.org"
+    for bad in (
+        "javascript:alert(1)",
+        " JavaScript:alert(1)",
+        "data:text/html,<script>",
+        "file:///etc/passwd",
+        "",
+        None,
+    ):
+        assert safe_url(bad) is None
 
 
 def test_age_reads_in_the_largest_whole_unit() -> None:

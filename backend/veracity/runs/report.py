@@ -140,7 +140,11 @@ def render_markdown(report: Report, *, version: int | None = None, permalink: st
         for eid, n in sorted(numbers.items(), key=lambda item: item[1]):
             ev = by_id[eid]
             title = _md_inline(ev.title or ev.doc_id)
-            source = f"[{title}]({_md_url(ev.url)})" if ev.url else f"{title} (`{ev.doc_id}`)"
+            url = (ev.url or "").strip()
+            if url.lower().startswith(("http://", "https://")):
+                source = f"[{title}]({_md_url(url)})"
+            else:  # no link, or one that is not http(s) (javascript:, data:, file:): shown as text, never linked
+                source = f"{title} ({_md_inline(url or ev.doc_id)})"
             when = f", published {ev.published}" if ev.published else ""
             lines.append(f"{n}. “{_md_inline(ev.quote)}” — {source}, characters {ev.start}–{ev.end}{when} `{eid}`")
     return "\n".join(lines) + "\n"

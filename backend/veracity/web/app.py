@@ -28,8 +28,9 @@ from veracity.search.providers import hit_ranker, web_retrieval
 from veracity.settings import REPO_ROOT, Settings, get_settings
 from veracity.specs.registry import SpecRegistry
 from veracity.web import api, pages
+from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
-from veracity.web.view import age, report_reference_numbers
+from veracity.web.view import age, report_reference_numbers, safe_url
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     templates.env.filters["host"] = host_of
     templates.env.filters["refnumbers"] = report_reference_numbers
     templates.env.filters["age"] = age
+    templates.env.filters["safe_url"] = safe_url
     app.state.templates = templates
+    app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)

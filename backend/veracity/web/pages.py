@@ -14,6 +14,7 @@ from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import ArtifactVersion
 from veracity.domain import Report
 from veracity.errors import BadInput, NotFound
+from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
 from veracity.runs.service import check_run_id, parse_last_event_id
@@ -211,8 +212,13 @@ async def run_live(
     cursor = parse_last_event_id(last_event_id if last_event_id is not None else after)
     if await runs_repo.get_run(session=session, run_id=run_id) is None:
         raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-    seen = [e for e in await runs_repo.events_after(session=session, run_id=run_id) if e.seq <= cursor]
+    stored = list(await runs_repo.events_after(session=session, run_id=run_id))
     await session.close()
+    if stored and stored[-1].name in TERMINAL_EVENTS and cursor >= stored[-1].seq:
+        # The page saw the terminal event's first message (its timeline row) but the connection dropped before
+        # its report and `done`: send that event's messages again. The page drops what it already applied.
+        cursor = stored[-1].seq - 1
+    seen = [e for e in stored if e.seq <= cursor]
     view = reduce_events(run_id, seen)
 
     async def audit() -> list[Any]:
