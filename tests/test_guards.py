@@ -32,7 +32,7 @@ from veracity.guards.judge import Judgement, Source
 from veracity.guards.reviewer import parse_verdict
 from veracity.guards.status import confidence, section_status, with_status
 from veracity.guards.supervisor import supervisor_violations
-from veracity.runs.gate import check
+from veracity.runs.gate import check, missing_required
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
 
@@ -434,6 +434,18 @@ def report(
 
 def with_composer(spec: Spec, **directives: object) -> Spec:
     return spec.model_copy(update={"composer": spec.composer.model_copy(update=directives)})
+
+
+def test_a_required_section_that_may_honestly_be_empty_is_not_missing() -> None:
+    memo = REGISTRY.get("investment_memo")
+    risks = memo.section("risks")
+    assert risks.required and risks.min_evidence == 0  # the template: "Risks may honestly be empty"
+    assert missing_required(memo, {"thesis", "bull_base_bear"}) == []
+    assert missing_required(memo, {"bull_base_bear"}) == ["thesis"]
+    strict = memo.model_copy(
+        update={"sections": [s.model_copy(update={"min_evidence": 1}) if s.id == "risks" else s for s in memo.sections]}
+    )
+    assert missing_required(strict, {"thesis", "bull_base_bear"}) == ["risks"]
 
 
 def test_gate_passes_a_clean_report() -> None:

@@ -208,6 +208,11 @@ async def test_gate_rejections_end_the_run_with_loop_abort_and_nothing_stored(en
         assert await runs_repo.latest_artifact(session=session, run_id=run_id) is None
     assert stored is not None and stored.status == "failed" and stored.error == "store_artifact_loop_abort"
     assert names.count("gate_rejected") == 3 and names[-1] == "error"
+    async with env["sessionmaker"]() as session:
+        last = (await runs_repo.events_after(session=session, run_id=run_id))[-1]
+    # The page and the API say what happened, not just the code.
+    assert last.payload["message"] == "store_artifact_loop_abort"
+    assert last.payload["detail"].startswith("The pre-persistence gate rejected 3 reports in a row (last: report prose")
 
 
 def _rewired_graph_without_checks() -> Any:

@@ -18,6 +18,10 @@ CORPUS_NAME_INVALID = "Corpus names are 1-64 letters, digits, '-' or '_', got '{
 SEARCH_QUERY_EMPTY = "The search query is empty."
 QUERIES_FILE_BAD_LINE = "{path}:{line}: each line must be a JSON object with 'id' and 'query'."
 RUN_INTERRUPTED = "The server stopped while this run was in progress; it did not finish."
+LOOP_ABORT_DETAIL = (
+    "The pre-persistence gate rejected {rejections} reports in a row (last: {problems}), so nothing was stored: "
+    "the template asks for something these sources cannot give."
+)
 RUN_FAILED = "The run failed: {reason}"
 JSONL_BAD_LINE = "{path}:{line}: {reason}"
 VERIFY_EMPTY = "Nothing to verify: give at least one item with 'id', 'claim' and 'sources'."

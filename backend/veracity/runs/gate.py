@@ -25,6 +25,13 @@ def _problem(check: str, detail: str, section_id: str | None = None, claim: str 
     return Violation(check=check, layer="gate", section_id=section_id, claim=claim, detail=detail)
 
 
+def missing_required(spec: Spec, written: set[str]) -> list[str]:
+    """Required sections that must carry a claim and do not. A required section whose ``min_evidence`` is 0
+    ("Risks may honestly be empty") is present with its not-found ribbon and note, and does not count as missing.
+    The decide node applies the same rule, so the graph never ships a draft this gate would reject for it."""
+    return [s.id for s in spec.sections if s.required and s.min_evidence > 0 and s.id not in written]
+
+
 def check(report: Report, spec: Spec) -> list[Violation]:
     """What stops this report from being stored (empty when it may be written). Each problem names the claim
     it found, so a redraft can drop exactly that sentence."""
@@ -62,8 +69,7 @@ def check(report: Report, spec: Spec) -> list[Violation]:
                     f"report prose is {length} characters; the template allows at most {spec.composer.max_chars}",
                 )
             )
-        present = {s.id for s in report.sections if s.claims}
-        missing = [s.id for s in spec.sections if s.required and s.id not in present]
+        missing = missing_required(spec, {s.id for s in report.sections if s.claims})
         if missing:
             problems.append(_problem("required_section_missing", f"required sections empty: {', '.join(missing)}"))
         supported = sum(1 for s in report.sections if s.required and s.status == "supported")

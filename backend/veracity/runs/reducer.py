@@ -59,6 +59,7 @@ class RunView:
     report: dict[str, Any] | None = None
     outcome: str | None = None
     error: str | None = None
+    error_detail: str | None = None
     model_usage: dict[str, Any] | None = None
     """Model calls, tokens and cost so far (from the last ``model_call``)."""
     version: int | None = None
@@ -165,7 +166,7 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
     if name == "complete":
         return f"outcome {p.get('outcome')} (artifact v{p.get('version')})", "done"
     if name == "error":
-        return str(p.get("message")), "failure"
+        return str(p.get("message")) + (f" — {p['detail']}" if p.get("detail") else ""), "failure"
     return name, "info"
 
 
@@ -257,6 +258,7 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
     elif name == "error":
         view.status = "failed"
         view.error = p.get("message")
+        view.error_detail = p.get("detail")
         for node, status in view.nodes.items():
             view.nodes[node] = "failed" if status == "running" else ("skipped" if status == "pending" else status)
     return view

@@ -317,7 +317,10 @@ class RunService:
             )
             if rejections >= gate.MAX_REJECTIONS:
                 await self.audit(run_id, "abort", attempt, {"reason": gate.LOOP_ABORT, "rejections": rejections})
-                await self._fail(run_id, gate.LOOP_ABORT)
+                detail = messages.LOOP_ABORT_DETAIL.format(
+                    rejections=rejections, problems="; ".join(p.detail for p in problems)
+                )
+                await self._fail(run_id, gate.LOOP_ABORT, detail=detail)
                 return
             if report.outcome == "shipped":
                 state = await self.redraft_graph.ainvoke(
@@ -419,12 +422,15 @@ class RunService:
         await self.notifier.notify(run_id)
         self._locks.pop(run_id, None)
 
-    async def _fail(self, run_id: str, message: str) -> None:
+    async def _fail(self, run_id: str, message: str, *, detail: str | None = None) -> None:
+        """The run ends without an artifact: ``message`` is its error (a stable code or sentence), ``detail``
+        what a reader needs to understand it."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
+        payload = {"message": message, **({"detail": detail} if detail else {})}
         async with lock:
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.set_run_status(session=session, run_id=run_id, status="failed", error=message)
-                await runs_repo.append_event(session=session, run_id=run_id, name="error", payload={"message": message})
+                await runs_repo.append_event(session=session, run_id=run_id, name="error", payload=payload)
         await self.notifier.notify(run_id)
         self._locks.pop(run_id, None)
 
