@@ -10,7 +10,7 @@ import pytest
 from playwright.async_api import Browser
 
 from test_browser import ARTIFACTS, Server, new_page, serve, submit_question, wait_finished
-from test_model_runs import GOOD, QUESTION, REVIEW_OK
+from test_model_runs import FABRICATED, GOOD, QUESTION, REVIEW_OK
 from veracity.testing.scripted_openai import ScriptedOpenAI
 
 pytestmark = pytest.mark.browser
@@ -64,4 +64,45 @@ async def test_the_run_page_shows_model_usage_per_role(
     rows = await page.eval_on_selector_all("#timeline tr[data-name=model_call]", "els => els.length")
     assert rows == calls
     await page.screenshot(path=str(ARTIFACTS / "model-run.png"), full_page=True)
+    assert not page.js_errors  # type: ignore[attr-defined]
+
+
+async def test_a_revise_loop_is_drawn_as_taken_and_the_retry_stands_out(
+    model_server: Server, llm: ScriptedOpenAI, browser: Browser
+) -> None:
+    """The composer's first draft cites evidence that was never retrieved; the checks send it back once, the
+    second draft ships. The page shows the loop as taken (live and reopened), the retry rows, both drafts."""
+    llm.scripts.clear()
+    llm.requests.clear()
+    llm.calls.clear()  # each model's script starts from its first reply again
+    llm.scripts.update(
+        {
+            "planner": [{"content": "not a plan"}],
+            "composer": [{"content": FABRICATED}, {"content": GOOD}],
+            "judge": [{"judge": "echo"}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    page = await new_page(browser, viewport={"width": 1280, "height": 900})
+    run_id = await submit_question(page, model_server, QUESTION, template="legal_research")
+    assert await wait_finished(page) == "done"
+    await page.locator("#audit li[data-stage]").first.wait_for(state="attached")
+    for view in ("live", "reopened"):
+        if view == "reopened":
+            await page.goto(f"{model_server.base_url}/runs/{run_id}")
+        assert await page.locator("#report article[data-outcome=shipped]").count() == 1, view
+        loop = page.locator("#topology path.edge.loop.active")
+        assert await loop.count() >= 1, f"{view}: the revise loop is not drawn as taken"
+        assert (await page.locator("#topology text.loop-label").text_content() or "").strip() == "revised ×1"
+        retries = await page.eval_on_selector_all(
+            "#timeline tr.retry", "els => els.map(r => [r.dataset.name, r.innerText])"
+        )
+        assert [name for name, _ in retries] == ["revise_requested", "draft_composed"], retries
+        assert all("↻ retry" in text for _, text in retries)
+        drafts = await page.eval_on_selector_all(
+            "#audit li[data-stage=draft]", "els => els.map(e => e.dataset.attempt)"
+        )
+        assert drafts == ["1", "2"], drafts
+        assert "unknown_anchor" in await page.inner_text("#audit")
+    await page.screenshot(path=str(ARTIFACTS / "revise-loop.png"), full_page=True)
     assert not page.js_errors  # type: ignore[attr-defined]

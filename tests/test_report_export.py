@@ -151,8 +151,8 @@ def test_topology_tones_a_failed_guard_a_floor_decision_and_a_routed_away_run() 
     assert _tone("verify", "verdict ok", None) == ""
     assert _tone("verify", "verdict revise", None) == "warn"
     assert _tone("decide", "ship", "shipped") == ""
-    assert _tone("decide", "fail_safe", "fallback") == "warn"
-    assert _tone("decide", "handoff", "handoff") == "warn"
+    assert _tone("decide", "fallback (floor answer)", "fallback") == "warn"
+    assert _tone("decide", "hand off to a person", "handoff") == "warn"
     assert _tone("decide", "crisis", "crisis") == "stop"
     assert _tone("decide", "", "escalated") == ""  # a node that never ran is not coloured by the outcome
     assert _tone("route", "escalate", "escalated") == "stop"
@@ -216,3 +216,30 @@ def test_rarity_is_higher_for_rarer_words_and_zero_for_unknown_ones() -> None:
     index = MemoryIndex(hits)
     assert index.rarity("Coffee") > index.rarity("production") > 0
     assert index.rarity("zorblax") == 0.0
+
+
+def test_a_revise_loop_taken_stays_visible_after_the_run_and_a_fallback_reads_as_one() -> None:
+    from veracity.graph.builder import build_graph
+    from veracity.web.topology import graph_shape, layout
+
+    shape = graph_shape(build_graph())
+    view = RunView(run_id="r")
+    events = [
+        ("draft_composed", {"attempt": 1, "claims": 2}),
+        ("self_check_complete", {"attempt": 1, "verdict": "revise"}),
+        ("revise_requested", {"attempt": 1, "reason": "1 violation"}),
+        ("draft_composed", {"attempt": 2, "claims": 2}),
+        ("self_check_complete", {"attempt": 2, "verdict": "revise"}),
+        ("synthesize_complete", {"decision": "fail_safe", "reason": "drafting attempts exhausted"}),
+    ]
+    untaken = [e for e in layout(shape, view).edges if e.kind == "loop"]
+    assert untaken and not any(e.active for e in untaken)
+    for seq, (name, payload) in enumerate(events, start=1):
+        apply(view, seq, name, payload, T0)
+    topo = layout(shape, view)
+    loops = [e for e in topo.edges if e.kind == "loop"]
+    assert loops and all(e.active and e.label == "revised ×1" for e in loops)
+    decide = next(b for b in topo.boxes if b.id == "decide")
+    assert (decide.state, decide.note, decide.tone) == ("done", "fallback (floor answer)", "warn")
+    verify = next(b for b in topo.boxes if b.id == "verify")
+    assert verify.note == "verdict revise" and verify.tone == "warn"

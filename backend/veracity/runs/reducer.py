@@ -15,6 +15,8 @@ from veracity.graph.builder import NODE_ORDER
 
 STATUS_RANK = {"pending": 0, "skipped": 1, "running": 2, "revise": 3, "done": 4, "failed": 5}
 NODES = NODE_ORDER
+DECISION_NOTES = {"fail_safe": "fallback (floor answer)", "handoff": "hand off to a person"}
+"""How the decide node's outcome reads on the topology."""
 
 
 @dataclass
@@ -62,6 +64,8 @@ class RunView:
     error_detail: str | None = None
     model_usage: dict[str, Any] | None = None
     """Model calls, tokens and cost so far (from the last ``model_call``)."""
+    revisions: int = 0
+    """How many times the bounded revise loop was taken (``revise_requested``)."""
     version: int | None = None
     """The artifact version the report shown is (the one ``complete`` wrote, or one picked from the history)."""
 
@@ -240,11 +244,13 @@ def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_a
         _set(view, "decide", "running")
         view.node_notes["verify"] = f"verdict {p.get('verdict')}"
     elif name == "revise_requested":
+        view.revisions += 1
         view.node_notes["decide"] = "revise"
         view.node_notes["compose"] = f"attempt {int(p.get('attempt', 1)) + 1}"
     elif name == "synthesize_complete":
         _set(view, "decide", "done")
-        view.node_notes["decide"] = str(p.get("decision", ""))
+        decision = str(p.get("decision", ""))
+        view.node_notes["decide"] = DECISION_NOTES.get(decision, decision)
     elif name == "model_call":
         view.model_usage = p.get("totals")
     elif name == "complete":

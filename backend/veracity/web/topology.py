@@ -88,7 +88,7 @@ def _tone(node: str, note: str, outcome: str | None) -> str:
     if node == "decide" and note:
         if note == "crisis":
             return "stop"
-        if note in ("fail_safe", "handoff", "revise") or outcome in ("fallback", "handoff"):
+        if note.startswith(("fallback", "hand off", "revise")) or outcome in ("fallback", "handoff"):
             return "warn"
     return ""
 
@@ -101,6 +101,7 @@ class Edge:
     y2: int
     kind: str  # "edge" | "conditional" | "loop"
     active: bool = False
+    label: str = ""
 
 
 @dataclass
@@ -173,7 +174,8 @@ def layout(shape: GraphShape, view: RunView) -> Topology:
                             t.x + t.w + 8,
                             t.y + t.h // 2,
                             "loop",
-                            view.node_notes.get("decide") == "revise",
+                            view.revisions > 0,
+                            label=f"revised ×{view.revisions}" if view.revisions else "",
                         )
                     )
                 else:
