@@ -209,6 +209,17 @@ async def timeline(page: Page) -> list[tuple[int, str]]:
     return [(int(seq), name) for seq, name in rows]
 
 
+def topology_history(snapshots: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per node, the states the recorder saw it in, in order, without repeats."""
+    seen: dict[str, list[str]] = {}
+    for snap in snapshots:
+        for node, state in snap["states"].items():
+            states = seen.setdefault(node, [])
+            if not states or states[-1] != state:
+                states.append(state)
+    return seen
+
+
 async def run_row_count(page: Page) -> int:
     """Rows of the home page's recent-runs table that are runs (not the "No runs yet." row)."""
     return await page.locator("#recent-runs tbody tr:has(a[href^='/runs/'])").count()
@@ -246,12 +257,7 @@ async def test_live_run_watched_to_the_end(server: Server, browser: Browser) -> 
     # The observed sequence of states.
     snapshots = (await page.evaluate("window.__topoRec"))["snapshots"]
     assert len(snapshots) >= 2, "no live topology update was observed"
-    seen: dict[str, list[str]] = {}
-    for snap in snapshots:
-        for node, state in snap["states"].items():
-            states = seen.setdefault(node, [])
-            if not states or states[-1] != state:
-                states.append(state)
+    seen = topology_history(snapshots)
     # A node's state only moves forward (pending → running → done).
     for node, states in seen.items():
         ranks = [STATE_RANK.get(s, -1) for s in states]

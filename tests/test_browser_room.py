@@ -38,6 +38,7 @@ from test_browser import (
     serve,
     submit_question,
     timeline,
+    topology_history,
     wait_finished,
 )
 from veracity import messages
@@ -325,16 +326,6 @@ def xss_corpus(fast_server: Server, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
-
-
-def topology_history(snapshots: list[dict[str, Any]]) -> dict[str, list[str]]:
-    seen: dict[str, list[str]] = {}
-    for snap in snapshots:
-        for node, state in snap["states"].items():
-            states = seen.setdefault(node, [])
-            if not states or states[-1] != state:
-                states.append(state)
-    return seen
 
 
 async def visible_source_rows(page: Page) -> list[dict[str, Any]]:

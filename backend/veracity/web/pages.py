@@ -159,8 +159,16 @@ def _spec_or_none(service: Any, template_id: str) -> Any:
         return None
 
 
-def _download_name(run_id: str, version: int, suffix: str) -> str:
-    return f"veracity-{run_id[:12]}-v{version}.{suffix}"
+async def _export(
+    request: Request, session: Any, run_id: str, version: int | None, suffix: str
+) -> tuple[Report, int, str, dict[str, str]]:
+    """What both downloads need: the report of the version asked for, its number, its permalink, and the
+    attachment header naming the file ``veracity-<run id prefix>-v<version>.<suffix>``."""
+    _, artifact, _ = await _artifact(session, run_id, version)
+    permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
+    filename = f"veracity-{run_id[:12]}-v{artifact.version}.{suffix}"
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
+    return Report.model_validate(artifact.report), artifact.version, permalink, headers
 
 
 @router.get("/runs/{run_id}/report.md", response_class=PlainTextResponse)
@@ -171,13 +179,9 @@ async def export_markdown(
     version: Annotated[int | None, Query(ge=1)] = None,
 ) -> PlainTextResponse:
     """The report as Markdown, anchors resolved to numbered references with their quotes and links."""
-    _, artifact, _ = await _artifact(session, run_id, version)
-    permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
-    body = render_markdown(Report.model_validate(artifact.report), version=artifact.version, permalink=permalink)
-    disposition = f'attachment; filename="{_download_name(run_id, artifact.version, "md")}"'
-    return PlainTextResponse(
-        body, media_type="text/markdown; charset=utf-8", headers={"Content-Disposition": disposition}
-    )
+    report, number, permalink, headers = await _export(request, session, run_id, version, "md")
+    body = render_markdown(report, version=number, permalink=permalink)
+    return PlainTextResponse(body, media_type="text/markdown; charset=utf-8", headers=headers)
 
 
 @router.get("/runs/{run_id}/report.json")
@@ -188,11 +192,8 @@ async def export_report_json(
     version: Annotated[int | None, Query(ge=1)] = None,
 ) -> JSONResponse:
     """The report as JSON, each claim with its reference numbers and the references resolved."""
-    _, artifact, _ = await _artifact(session, run_id, version)
-    permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
-    body = export_json(Report.model_validate(artifact.report), version=artifact.version, permalink=permalink)
-    disposition = f'attachment; filename="{_download_name(run_id, artifact.version, "json")}"'
-    return JSONResponse(body, headers={"Content-Disposition": disposition})
+    report, number, permalink, headers = await _export(request, session, run_id, version, "json")
+    return JSONResponse(export_json(report, version=number, permalink=permalink), headers=headers)
 
 
 @router.get("/runs/{run_id}/live")
