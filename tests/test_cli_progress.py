@@ -45,10 +45,12 @@ def piped(args: list[str], url: str, **extra: str) -> subprocess.CompletedProces
     )
 
 
-def in_terminal(args: list[str], url: str, *, interrupt_when: str | None = None, **extra: str) -> tuple[int, str, str]:
-    """(exit code, stdout, everything written to the terminal); stderr is a pty 120 columns wide."""
+def in_terminal(
+    args: list[str], url: str, *, interrupt_when: str | None = None, size: tuple[int, int] = (40, 160), **extra: str
+) -> tuple[int, str, str]:
+    """(exit code, stdout, everything written to the terminal); stderr is a pty of ``size`` (rows, columns)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     env = _env(url, **{"TERM": "xterm", **extra})
     with subprocess.Popen(
         [VERACITY, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave
@@ -152,6 +154,13 @@ def test_ask_in_a_terminal_draws_a_bar_over_the_stages_and_ends_on_the_outcome(s
     assert re.search(r"branches (\d+)/\1, queries \d+, pages \d+, evidences [1-9]", final), final
     assert "stages [00:00] retrieving, branches 0/" in raw  # the description followed the run on its way
     assert raw.endswith("\n")
+
+
+def test_a_terminal_that_reports_no_size_still_gets_a_bar(small_db_url: str) -> None:
+    # A bare pseudo-terminal (0 rows, 0 columns): tqdm would hide the bar entirely; a fixed width is used.
+    code, _, raw = in_terminal(["ask", QUESTION, "--corpus", "small"], small_db_url, size=(0, 0))
+    assert code == 0, raw
+    assert re.search(r"ask 100%\|.*\| 11/11 stages \[.*complete: shipped", screen(raw)[-1]), raw
 
 
 def dead_searxng() -> dict[str, str]:

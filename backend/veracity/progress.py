@@ -27,6 +27,17 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from veracity.runs.events import PIPELINE_EVENTS
 
+FALLBACK_COLUMNS = 100
+
+
+def _columns(stream: TextIO) -> int:
+    """The terminal's width in columns, 0 when it does not say."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
 if TYPE_CHECKING:
     from veracity.corpus.ingest import IngestStep
 
@@ -96,10 +107,14 @@ class Display:
         from tqdm.contrib.logging import logging_redirect_tqdm
 
         self._stack.enter_context(logging_redirect_tqdm())
+        # Follow the terminal's width (a line longer than it is cut, never wrapped). A terminal that reports no
+        # size (a bare pseudo-terminal, some serial consoles) would get no bar at all: tqdm hides a bar on a
+        # terminal of zero rows.
+        width = {"dynamic_ncols": True} if _columns(self.stream) > 0 else {"ncols": FALLBACK_COLUMNS, "nrows": 24}
         self._bar = tqdm(
             total=total,
             file=self.stream,
-            dynamic_ncols=True,  # follow the terminal's width; a line longer than it is cut, never wrapped
+            **width,
             mininterval=self.mininterval,
             leave=True,
             bar_format=(
