@@ -273,26 +273,61 @@ async def _events(client: Any, run_id: str) -> list[Any]:
     return events
 
 
-async def test_interrupted_run_is_marked_failed_at_next_start(client_for, small_db_url) -> None:
+async def _unfinished_run(url: str, run_id: str, *, renewed_seconds_ago: float) -> None:
+    """A run row left running, as by another process, whose lease was last renewed that long ago."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import update
+
     from veracity.db import runs_repo
     from veracity.db.engine import make_sessionmaker
 
-    engine = make_engine(small_db_url)
+    engine = make_engine(url)
     async with make_sessionmaker(engine)() as session, session.begin():
         await runs_repo.create_run(
-            session=session,
-            run_id="a" * 32,
-            template_id="market_brief",
-            question="q",
-            corpus="small",
-            budgets={},
+            session=session, run_id=run_id, template_id="market_brief", question="q", corpus="small", budgets={}
         )
+        renewed = datetime.now(UTC) - timedelta(seconds=renewed_seconds_ago)
+        await session.execute(update(ResearchRun).where(ResearchRun.id == run_id).values(updated_at=renewed))
     await engine.dispose()
+
+
+async def test_interrupted_run_is_marked_failed_at_next_start(client_for, small_db_url) -> None:
+    await _unfinished_run(small_db_url, "a" * 32, renewed_seconds_ago=120)  # its process died 2 minutes ago
     client = await client_for(make_settings(small_db_url))
     _, events = await collect(client, "GET", f"/v1/research/{'a' * 32}/events")
     assert [(e.event, json.loads(e.data)) for e in events] == [
         ("error", {"message": "The server stopped while this run was in progress; it did not finish."})
     ]
+
+
+async def test_a_second_process_leaves_a_live_processs_runs_alone_and_sweeps_a_dead_ones(
+    client_for, small_db_url
+) -> None:
+    """Two processes on one database: starting one must not fail the runs another is executing (their lease is
+    fresh); a run whose process stops renewing it is marked interrupted by the sweep once its lease lapses."""
+    await _unfinished_run(small_db_url, "b" * 32, renewed_seconds_ago=0)
+    # Events 150 ms apart: this process's own run outlives the 1.5 s lease several times over while sweeps run.
+    client = await client_for(make_settings(small_db_url, run_lease_seconds=1.5, event_delay_ms=150))
+    first = (await client.get(f"/v1/research/{'b' * 32}/versions")).json()
+    assert first["status"] == "pending"  # left alone at start-up: its process may be alive
+
+    # This process's own runs keep their lease while they run, however long the lease is outlived.
+    response = await client.post(
+        "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
+    )
+    own = response.headers["location"].rsplit("/", 1)[1]
+    # Nobody renews run b: the sweep (every lease) marks it within a few leases, bounded here.
+    for _ in range(40):
+        if (await client.get(f"/v1/research/{'b' * 32}/versions")).json()["status"] == "failed":
+            break
+        await asyncio.sleep(0.25)
+    _, events = await collect(client, "GET", f"/v1/research/{'b' * 32}/events")
+    assert [e.event for e in events] == ["error"]
+    await client.app.state.service.wait(own)
+    own_events = await _events(client, own)
+    assert own_events[-1].event == "complete" and "error" not in [e.event for e in own_events]
+    assert json.loads(own_events[-1].data)["outcome"] == "shipped"
 
 
 async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:

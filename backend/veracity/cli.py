@@ -29,6 +29,7 @@ class _Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.models: Any = None
+        self._service: Any = None
 
     async def __aenter__(self) -> _Runtime:
         from veracity.corpus.bundled import ensure_bundled_corpora
@@ -42,6 +43,8 @@ class _Runtime:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
+        if self._service is not None:
+            await self._service.stop_upkeep()
         if self.models is not None:
             await self.models.aclose()
         await self.engine.dispose()
@@ -55,7 +58,7 @@ class _Runtime:
         from veracity.specs.registry import SpecRegistry
 
         models = self.models = build_models(self.settings)
-        return RunService(
+        self._service = RunService(
             sessionmaker=self.sessionmaker,
             registry=SpecRegistry.load(),
             settings=self.settings,
@@ -65,6 +68,7 @@ class _Runtime:
             ranker=hit_ranker(self.settings),
             providers=models.providers,
         )
+        return self._service
 
 
 # ---- commands --------------------------------------------------------------------------------------

@@ -74,6 +74,13 @@ class LimitSettings(BaseModel):
         description="Pause after each persisted event, to watch a run unfold in demos and live-view tests; 0 = none.",
     )
     sse_ping_seconds: float = Field(default=15.0, gt=0, description="Keep-alive comment interval on SSE streams.")
+    run_lease_seconds: float = Field(
+        default=30.0,
+        ge=1,
+        le=3600,
+        description="A process renews the runs it executes every third of this; an unfinished run not renewed for "
+        "this long (its process died) is marked interrupted, at start-up or by any process's periodic sweep.",
+    )
 
 
 class SearchSettings(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -75,9 +76,23 @@ async def runs_of_question(
     return result.scalars().all()
 
 
-async def unfinished_runs(*, session: AsyncSession) -> Sequence[ResearchRun]:
-    result = await session.execute(select(ResearchRun).where(ResearchRun.status.in_(("pending", "running"))))
+async def unfinished_runs(*, session: AsyncSession, stale_before: datetime | None = None) -> Sequence[ResearchRun]:
+    """Runs pending or running; with ``stale_before``, only those whose lease was last renewed before it."""
+    query = select(ResearchRun).where(ResearchRun.status.in_(("pending", "running")))
+    if stale_before is not None:
+        query = query.where(ResearchRun.updated_at < stale_before)
+    result = await session.execute(query)
     return result.scalars().all()
+
+
+async def renew_lease(*, session: AsyncSession, run_ids: Sequence[str]) -> None:
+    """Mark runs as still being executed by a live process (their ``updated_at`` is now)."""
+    if run_ids:
+        await session.execute(
+            update(ResearchRun)
+            .where(ResearchRun.id.in_(list(run_ids)), ResearchRun.status.in_(("pending", "running")))
+            .values(updated_at=utcnow())
+        )
 
 
 async def append_event(*, session: AsyncSession, run_id: str, name: str, payload: dict[str, Any]) -> RunEvent:

@@ -4,14 +4,17 @@ closing the browser tab never stops or loses it. Every event is persisted before
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
@@ -94,6 +97,8 @@ class RunService:
         self.redraft_graph = redraft_graph or build_redraft_graph()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._upkeep: asyncio.Task[None] | None = None
+        """Renews the leases of this process's runs (and sweeps for dead ones) while any process runs here."""
 
     # ---- validation -------------------------------------------------------------------------------
     async def validate(self, *, question: str, template: str, corpus: str | None) -> tuple[str, Spec, str]:
@@ -138,6 +143,7 @@ class RunService:
             self.execute(run_id, spec, question, corpus, started, providers), name=f"run-{run_id}"
         )
         self._tasks[run_id] = task
+        self.start_upkeep(until_idle=True)
         task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
         return run_id
 
@@ -147,17 +153,58 @@ class RunService:
             await asyncio.shield(task)
 
     async def shutdown(self, timeout: float = 30.0) -> None:
-        """Let running runs finish (bounded); whatever is left is marked interrupted at next start-up."""
+        """Let running runs finish (bounded; what is still running then is cancelled and marked interrupted), then
+        stop renewing leases."""
         if self._tasks:
             await asyncio.wait(list(self._tasks.values()), timeout=timeout)
+        await self.stop_upkeep()
 
     async def recover_interrupted(self) -> list[str]:
-        """Runs left pending/running by a process that died get an ``error`` event and status failed."""
+        """Runs left pending/running by a process that died get an ``error`` event and status failed.
+
+        A run is another process's, alive, while its lease is fresh: every process renews the runs it executes
+        every third of ``run_lease_seconds`` (and with every event). Only runs not renewed for a whole lease are
+        taken as interrupted, so starting a second process on the same database never fails the first's runs."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.limits.run_lease_seconds)
         async with self.sessionmaker() as session:
-            stale = [r.id for r in await runs_repo.unfinished_runs(session=session) if r.id not in self._tasks]
+            unfinished = await runs_repo.unfinished_runs(session=session, stale_before=cutoff)
+            stale = [r.id for r in unfinished if r.id not in self._tasks]
         for run_id in stale:
             await self._fail(run_id, messages.RUN_INTERRUPTED)
         return stale
+
+    def start_upkeep(self, *, until_idle: bool = False) -> None:
+        """Start renewing this process's leases (and sweeping) unless already running. A server keeps it for its
+        whole life; elsewhere (the CLI, evals) it starts with the first run and stops once no run is left."""
+        if self._upkeep is None or self._upkeep.done():
+            self._upkeep = asyncio.create_task(self.keep_leases(until_idle=until_idle), name="run-leases")
+
+    async def stop_upkeep(self) -> None:
+        if self._upkeep is not None:
+            self._upkeep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._upkeep
+            self._upkeep = None
+
+    async def keep_leases(self, *, until_idle: bool = False) -> None:
+        """Renew this process's runs every third of a lease; sweep for dead ones every lease; until cancelled,
+        or, with ``until_idle``, until this process has no run left."""
+        lease = self.settings.limits.run_lease_seconds
+        beats = 0
+        while True:
+            await asyncio.sleep(lease / 3)
+            if until_idle and not self._tasks:
+                return
+            beats += 1
+            try:
+                async with self.sessionmaker() as session, session.begin():
+                    await runs_repo.renew_lease(session=session, run_ids=list(self._tasks))
+                if beats % 3 == 0:
+                    swept = await self.recover_interrupted()
+                    if swept:
+                        logger.warning("marked %d interrupted run(s) as failed: %s", len(swept), ", ".join(swept))
+            except SQLAlchemyError as exc:  # the database is away for a moment: try again next beat
+                logger.warning("run lease upkeep failed: %s", exc)
 
     # ---- events -----------------------------------------------------------------------------------
     async def emit(self, run_id: str, name: str, payload: dict[str, Any]) -> None:
@@ -165,6 +212,7 @@ class RunService:
         async with lock:
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.append_event(session=session, run_id=run_id, name=name, payload=payload)
+                await runs_repo.renew_lease(session=session, run_ids=[run_id])
         await self.notifier.notify(run_id)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)

@@ -70,6 +70,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         interrupted = await service.recover_interrupted()
         if interrupted:
             logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
+        service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
         app.state.settings = settings
         app.state.sessionmaker = sessionmaker
         app.state.service = service
