@@ -43,7 +43,7 @@ def model_server(
 async def test_the_run_page_shows_model_usage_per_role(
     model_server: Server, llm: ScriptedOpenAI, browser: Browser
 ) -> None:
-    llm.scripts.update(
+    llm.play(
         {
             "planner": [{"content": "not a plan"}],  # the heuristic plan takes over, and the page says so
             "composer": [{"content": GOOD}],
@@ -72,10 +72,7 @@ async def test_a_revise_loop_is_drawn_as_taken_and_the_retry_stands_out(
 ) -> None:
     """The composer's first draft cites evidence that was never retrieved; the checks send it back once, the
     second draft ships. The page shows the loop as taken (live and reopened), the retry rows, both drafts."""
-    llm.scripts.clear()
-    llm.requests.clear()
-    llm.calls.clear()  # each model's script starts from its first reply again
-    llm.scripts.update(
+    llm.play(  # each model's script starts from its first reply again, requests counted afresh
         {
             "planner": [{"content": "not a plan"}],
             "composer": [{"content": FABRICATED}, {"content": GOOD}],

@@ -493,3 +493,26 @@ async def test_a_judge_that_cannot_answer_sends_the_run_to_the_floor_not_to_a_fa
     # The judge was asked once and then nothing else: a failure goes to the floor without a second draft.
     assert events.count("draft_composed") == 1 and len(script.requests) >= 1
     assert events[-1] == "complete"
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [("Sure! Here is my answer.", "output: Invalid JSON"), ('{"label": "maybe", "reason": "r"}', "label: ")],
+)
+def test_judge_reviewer_and_planner_output_fail_alike_through_one_parser(raw: str, fragment: str) -> None:
+    from veracity.compose.parse import parse_as
+    from veracity.compose.planner import Plan
+    from veracity.guards.model import GroundingAnswer, parse_grounding
+    from veracity.guards.reviewer import parse_verdict
+
+    with pytest.raises(MalformedOutput) as grounding:
+        parse_grounding(raw)
+    assert any(fragment in p for p in grounding.value.problems) and grounding.value.raw == raw
+    with pytest.raises(MalformedOutput) as direct:
+        parse_as(raw, GroundingAnswer)
+    assert direct.value.problems == grounding.value.problems
+    for parse in (parse_verdict, lambda text: parse_as(text, Plan)):
+        with pytest.raises(MalformedOutput) as other:
+            parse(raw)
+        assert other.value.problems and all(": " in p for p in other.value.problems)
+    assert parse_as('```json\n{"subtasks": []}\n```', Plan).subtasks == []

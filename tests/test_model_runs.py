@@ -41,9 +41,7 @@ def llm() -> Iterator[ScriptedOpenAI]:
 
 @pytest.fixture
 async def env(db_url: str, llm: ScriptedOpenAI) -> AsyncIterator[dict[str, Any]]:
-    llm.scripts.clear()
-    llm.requests.clear()
-    llm.calls.clear()
+    llm.play({})
     engine = make_engine(db_url)
     sessionmaker = make_sessionmaker(engine)
     await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=1200)
@@ -74,6 +72,7 @@ async def run(
     lexical_judge: bool = True,
     registry: SpecRegistry | None = None,
     with_planner: bool = False,
+    question: str = QUESTION,
 ) -> dict[str, Any]:
     """One run with the model composer and reviewer (and the model judge unless ``lexical_judge``)."""
     models = build_models(settings)
@@ -93,7 +92,7 @@ async def run(
             search=LocalSearch(env["sessionmaker"]),
             providers=lambda: providers,
         )
-        run_id = await service.start(question=QUESTION, template=template)
+        run_id = await service.start(question=question, template=template)
         await service.wait(run_id)
     finally:
         await models.aclose()
@@ -112,9 +111,7 @@ def fired(result: dict[str, Any]) -> set[str]:
 async def test_a_faithful_model_draft_ships_with_its_usage_counted_and_streamed(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    llm.scripts.update(
-        {"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]}
-    )
+    llm.play({"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]})
     result = await run(env, settings_for(env, llm), lexical_judge=False)
     report = result["report"]
     assert report["outcome"] == "shipped"
@@ -145,7 +142,7 @@ async def test_a_faithful_model_draft_ships_with_its_usage_counted_and_streamed(
 async def test_fabricated_anchors_are_sent_back_with_the_reason_then_floored(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    llm.scripts.update({"composer": [{"content": FABRICATED}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"content": FABRICATED}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm))
     assert result["report"]["outcome"] == "fallback"
     assert "unknown_anchor" in fired(result)
@@ -157,7 +154,7 @@ async def test_fabricated_anchors_are_sent_back_with_the_reason_then_floored(
 async def test_an_uncited_claim_is_retried_informed_and_the_fixed_draft_ships(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    llm.scripts.update({"composer": [{"content": UNCITED}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"content": UNCITED}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm))
     assert result["report"]["outcome"] == "shipped"
     assert "uncited_claim" in fired(result)
@@ -166,7 +163,7 @@ async def test_an_uncited_claim_is_retried_informed_and_the_fixed_draft_ships(
 
 
 async def test_malformed_contract_json_is_a_violation_then_the_floor(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
-    llm.scripts.update({"composer": [{"content": '{"answer": "Reset your password [evidence:{E1}]", "citations": '}]})
+    llm.play({"composer": [{"content": '{"answer": "Reset your password [evidence:{E1}]", "citations": '}]})
     result = await run(env, settings_for(env, llm), template="support_answer")
     assert result["report"]["outcome"] == "fallback"
     composed = [p for n, p in result["events"] if n == "draft_composed"]
@@ -175,7 +172,7 @@ async def test_malformed_contract_json_is_a_violation_then_the_floor(env: dict[s
 
 
 async def test_a_429_is_retried_by_the_client_and_the_run_ships(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
-    llm.scripts.update({"composer": [{"status": 429}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"status": 429}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm, max_retries=2))
     assert result["report"]["outcome"] == "shipped"
     assert len(llm.requests_for("composer")) == 2
@@ -184,7 +181,7 @@ async def test_a_429_is_retried_by_the_client_and_the_run_ships(env: dict[str, A
 async def test_a_model_that_times_out_sends_the_run_to_the_floor_with_the_reason(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    llm.scripts.update({"composer": [{"stall": 2.0, "content": GOOD}]})
+    llm.play({"composer": [{"stall": 2.0, "content": GOOD}]})
     result = await run(env, settings_for(env, llm, timeout_seconds=0.5))
     report = result["report"]
     assert report["outcome"] == "fallback" and "timed out" in (report.get("outcome_reason") or "")
@@ -197,7 +194,7 @@ async def test_a_structured_json_draft_is_read_and_its_sentences_anchored(
         '{"sections": [{"title": "Summary", "sentences": [{"text": "{Q1}", "evidence_ids": ["{E1}"]}]},'
         ' {"title": "Statutory provisions", "sentences": [{"text": "{Q2}", "evidence_ids": ["{E2}"]}]}]}'
     )
-    llm.scripts.update({"composer": [{"content": draft}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"content": draft}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm))
     assert result["report"]["outcome"] == "shipped"
     sections = {s["id"]: s["claims"] for s in result["report"]["sections"]}
@@ -207,7 +204,7 @@ async def test_a_structured_json_draft_is_read_and_its_sentences_anchored(
 
 async def test_think_blocks_are_stripped_before_parsing(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
     thinking = "<think>The user wants section 90A. I could add that courts love printouts.</think>\n" + GOOD
-    llm.scripts.update({"composer": [{"content": thinking}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"content": thinking}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm))
     assert result["report"]["outcome"] == "shipped"
     assert "courts love printouts" not in str(result["report"])
@@ -216,9 +213,7 @@ async def test_think_blocks_are_stripped_before_parsing(env: dict[str, Any], llm
 async def test_a_spent_model_call_budget_degrades_to_the_floor_with_the_budget_named(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    llm.scripts.update(
-        {"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]}
-    )
+    llm.play({"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]})
     specs = SpecRegistry.load()
     spec = specs.get("legal_research")
     tight = spec.model_copy(update={"budgets": spec.budgets.model_copy(update={"model_calls": 2})})
@@ -231,23 +226,99 @@ async def test_a_spent_model_call_budget_degrades_to_the_floor_with_the_budget_n
     assert len(llm.requests) == 2  # the third call was refused before it was sent
 
 
-def test_the_circuit_opens_after_repeated_failures_and_lets_one_call_through_after_the_cooldown() -> None:
-    import time
+MS_QUESTION = "Apakah peruntukan seksyen 90A Akta Keterangan 1950 tentang dokumen komputer?"
+EN_DISCLAIMER = "This is legal research, not legal advice; consult a qualified lawyer about any particular situation."
+MS_DISCLAIMER = (
+    "Ini ialah penyelidikan undang-undang, bukan nasihat undang-undang; rujuk peguam yang bertauliah untuk sebarang "
+    "keadaan tertentu."
+)
+# A short Malay answer (verbatim from the bundled Malay note) under English headings, with the English disclaimer a
+# small model copied from its instructions: the raw text reads as English, the answer is Malay.
+SHORT_MALAY = (
+    "## Summary\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E5}]\n\n"
+    "## Statutory provisions\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E5}]\n\n"
+    f"## Disclaimer\n{EN_DISCLAIMER}\n"
+)
 
+
+async def test_a_short_malay_answer_gets_the_malay_disclaimer_and_ships_without_a_revise(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.play(
+        {"composer": [{"content": SHORT_MALAY}], "reviewer": [{"content": REVIEW_OK}], "judge": [{"judge": "echo"}]}
+    )
+    spec = SpecRegistry.load().get("legal_research")
+    short = spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 0})})
+    result = await run(
+        env,
+        settings_for(env, llm),
+        lexical_judge=False,
+        registry=SpecRegistry({"legal_research": short}),
+        question=MS_QUESTION,
+    )
+    report = result["report"]
+    prompt = llm.requests_for("composer")[0]["messages"][1]["content"]
+    assert re.findall(r"^\[evidence:\w+\] (.*)$", prompt, re.M)[4].startswith("Seksyen 90A(4) menganggap")  # {E5}
+    assert not {"disclaimer_language", "disclaimer_missing"} & fired(result)
+    assert report["outcome"] == "shipped" and report["disclaimer"] == MS_DISCLAIMER
+    assert len(llm.requests_for("composer")) == 1  # no revise spent on the disclaimer
+
+
+def test_the_circuit_opens_after_repeated_failures_and_lets_one_call_through_after_the_cooldown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from veracity.compose.base import ModelError
-    from veracity.models.usage import Circuit
+    from veracity.models import usage
 
-    circuit = Circuit(threshold=3, cooldown_seconds=0.05)
+    now = [1000.0]
+    monkeypatch.setattr(usage.time, "monotonic", lambda: now[0])
+    circuit = usage.Circuit(threshold=3, cooldown_seconds=30.0)
     for _ in range(2):
         circuit.failure()
     circuit.check("m")  # two failures: still closed
     circuit.failure()
     with pytest.raises(ModelError, match="3 failed calls in a row"):
         circuit.check("m")
-    time.sleep(0.06)
+    now[0] += 29.0
+    with pytest.raises(ModelError, match="3 failed calls in a row"):
+        circuit.check("m")  # still cooling down
+    now[0] += 1.0
     circuit.check("m")  # half-open: one call may try
+    circuit.failure()  # ... and it failed: open again at once, for a whole cooldown
+    with pytest.raises(ModelError, match="4 failed calls in a row"):
+        circuit.check("m")
+    now[0] += 30.0
+    circuit.check("m")  # half-open again
     circuit.success()
     assert circuit.failures == 0 and circuit.opened_at is None
+    circuit.check("m")
+
+
+async def test_failures_counted_across_roles_open_the_one_circuit_for_every_role(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    from veracity.compose.base import ModelError
+    from veracity.compose.model import ModelComposer
+    from veracity.compose.planner import ModelPlanner
+    from veracity.guards.model import ModelJudge, ModelReviewer
+
+    llm.play({"*": [{"status": 500}]})
+    models = build_models(settings_for(env, llm, planner_model="planner"))
+    try:
+        composer, judge, reviewer, planner = models.composer, models.judge, models.reviewer, models.planner
+        assert isinstance(composer, ModelComposer) and isinstance(judge, ModelJudge)
+        assert isinstance(reviewer, ModelReviewer) and isinstance(planner, ModelPlanner)
+        chats = [composer.prose, composer.contract, judge.chat, reviewer.chat, planner.chat]
+        assert len({id(chat.circuit) for chat in chats}) == 1
+        for chat in (composer.prose, judge.chat, reviewer.chat):  # one failure each: three in a row on the server
+            with pytest.raises(ModelError, match="HTTP 500"):
+                await chat.complete("system", "user")
+        for chat in chats:
+            with pytest.raises(ModelError, match="3 failed calls in a row"):
+                await chat.complete("system", "user")
+        assert len(llm.requests) == 3  # an open circuit sends nothing, whichever role calls
+    finally:
+        await models.aclose()
 
 
 def test_the_usage_meter_refuses_calls_past_each_budget_and_prices_known_models() -> None:
@@ -277,7 +348,7 @@ async def test_the_model_planner_plans_and_its_reflection_adds_the_uncovered_sec
         '{"missing": [{"section": "application", "question": "How do courts apply section 90A?",'
         ' "queries": ["section 90A certificate court"]}]}'
     )
-    llm.scripts.update(
+    llm.play(
         {
             "planner": [{"content": PLAN}, {"content": reflection}],
             "composer": [{"content": GOOD}],
@@ -298,10 +369,30 @@ async def test_the_model_planner_plans_and_its_reflection_adds_the_uncovered_sec
     assert result["report"]["outcome"] == "shipped"
 
 
+async def test_a_plan_that_routes_every_section_spends_no_reflection_call(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    every = PLAN.replace('["provisions"]', '["provisions", "application"]')
+    reflection = '{"missing": [{"section": "application", "question": "Anything else?", "queries": []}]}'
+    llm.play(
+        {
+            "planner": [{"content": every}, {"content": reflection}],
+            "composer": [{"content": GOOD}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    result = await run(env, settings_for(env, llm, planner_model="planner"), with_planner=True)
+    planned = next(p for n, p in result["events"] if n == "planner_complete")
+    assert planned["planner"] == "model:planner" and planned["reflection_added"] == []
+    assert [t["target_sections"] for t in planned["subtasks"]] == [["provisions", "application"]]
+    assert len(llm.requests_for("planner")) == 1  # the reflection could not have changed the plan
+    assert result["report"]["outcome"] == "shipped"
+
+
 async def test_a_planner_that_writes_nonsense_leaves_the_heuristic_plan_and_says_why(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    llm.scripts.update(
+    llm.play(
         {
             "planner": [{"content": "Sure! Here is my plan: search the web."}],
             "composer": [{"content": GOOD}],
@@ -310,7 +401,7 @@ async def test_a_planner_that_writes_nonsense_leaves_the_heuristic_plan_and_says
     )
     result = await run(env, settings_for(env, llm, planner_model="planner"), with_planner=True)
     planned = next(p for n, p in result["events"] if n == "planner_complete")
-    assert planned["planner"].startswith("heuristic (the model planner failed")
+    assert planned["planner"].startswith("heuristic (the model planner failed: output: Invalid JSON")
     assert {sid for t in planned["subtasks"] for sid in t["target_sections"]} >= {"provisions"}
     assert result["report"]["outcome"] == "shipped"
 
@@ -320,7 +411,7 @@ def refined_audit(result: dict[str, Any]) -> list[str | None]:
 
 
 async def test_a_refine_that_keeps_every_anchor_is_used(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
-    llm.scripts.update({"composer": [{"content": GOOD}, {"content": "{USER}"}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"content": GOOD}, {"content": "{USER}"}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm, refine=True))
     assert result["report"]["outcome"] == "shipped"
     assert refined_audit(result) == ["accepted"]
@@ -336,7 +427,7 @@ INVENTED = "## Summary\nSection 90A applies. [evidence:{E1}] [evidence:{EX}]" + 
 async def test_a_refine_that_drops_or_invents_an_anchor_is_rejected_and_the_original_kept(
     env: dict[str, Any], llm: ScriptedOpenAI, rewrite: str
 ) -> None:
-    llm.scripts.update({"composer": [{"content": GOOD}, {"content": rewrite}], "reviewer": [{"content": REVIEW_OK}]})
+    llm.play({"composer": [{"content": GOOD}, {"content": rewrite}], "reviewer": [{"content": REVIEW_OK}]})
     result = await run(env, settings_for(env, llm, refine=True))
     assert result["report"]["outcome"] == "shipped"
     (note,) = refined_audit(result)

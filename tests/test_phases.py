@@ -75,17 +75,22 @@ async def test_every_decision_turn_writes_a_typed_envelope_that_routing_reads() 
     assert state["next_step"] == "end" and "dispatch_error" not in state
 
 
-async def test_a_decision_for_an_illegal_step_never_runs_it_and_the_run_goes_to_the_floor() -> None:
-    async def rogue_decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-        """The real decide, then a decision to go back to retrieval (not legal from decide)."""
-        update = await decide(state, runtime)
-        rogue = AgentDecision(next_action="call_tool", tool="retrieve", reason="search again")
-        step, refused = dispatch("decide", rogue)
-        return {**update, "envelope": rogue, "next_step": step, "dispatch_error": refused, "decision": "fail_safe"}
+async def test_a_decision_for_an_illegal_step_never_runs_it_and_the_run_goes_to_the_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The real decide, whose envelope asks to go back to retrieval (not legal from decide).
+    rogue = AgentDecision(next_action="call_tool", tool="retrieve", reason="search again")
+    monkeypatch.setattr("veracity.graph.nodes.decide.envelope_for", lambda decision, reason, state: rogue)
+    routed: list[Any] = []
+
+    async def spied_route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
+        update = await route(state, runtime)
+        routed.append(update["envelope"])
+        return update
 
     builder = StateGraph(RunState, context_schema=Context)
     for name, node in [
-        ("route", route),
+        ("route", spied_route),
         ("plan", plan),
         ("retrieve", retrieve),
         ("retrieve_merge", retrieve_merge),
@@ -93,7 +98,7 @@ async def test_a_decision_for_an_illegal_step_never_runs_it_and_the_run_goes_to_
         ("synthesize_merge", synthesize_merge),
         ("compose", compose),
         ("verify", verify),
-        ("decide", rogue_decide),
+        ("decide", decide),
     ]:
         builder.add_node(name, node)  # type: ignore[call-overload]
     builder.add_edge(START, "route")
@@ -115,3 +120,7 @@ async def test_a_decision_for_an_illegal_step_never_runs_it_and_the_run_goes_to_
     assert queries_per_run == sum(len(t.queries) for t in state["subtasks"])  # retrieval ran once, not again
     assert recorder.names.count("retrieve_merge_complete") == 1
     assert state["decision"] == "fail_safe" and "illegal step decide → retrieve" in state["dispatch_error"]
+    # What decide itself wrote: the envelope it was given, the refusal as the reason, and no step but the end.
+    assert state["envelope"] == rogue and state["next_step"] == "end"
+    assert state["decision_reason"] == state["dispatch_error"]
+    assert [(e.next_action, e.tool) for e in routed] == [("call_tool", "plan")]  # the route turn's own envelope

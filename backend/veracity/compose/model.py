@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from veracity.checks import anchored
 from veracity.compose.base import ComposeRequest, MalformedOutput, feedback_lines
 from veracity.compose.extractive import disclaimer_for
 from veracity.compose.parse import clean, parse_draft
 from veracity.domain import Draft, Evidence
 from veracity.guards.model import load_prompt
+from veracity.guards.supervisor import answer_language
 from veracity.models.chat import ChatModel
 from veracity.runs.report import render_draft
 
@@ -88,8 +90,7 @@ def sections_markdown(text: str) -> str:
         for sentence in section.get("sentences") or []:
             if isinstance(sentence, dict):
                 ids = [i for i in sentence.get("evidence_ids") or [] if isinstance(i, str)]
-                anchors = " ".join(f"[evidence:{i}]" for i in ids)
-                lines.append(f"{' '.join(str(sentence.get('text', '')).split())} {anchors}".strip())
+                lines.append(anchored(" ".join(str(sentence.get("text", "")).split()), ids).strip())
         lines.append("")
     return "\n".join(lines)
 
@@ -146,11 +147,8 @@ class ModelComposer:
                 load_prompt("composer"), compose_prompt(request), schema=draft_schema(request)
             )
             text = sections_markdown(clean(raw))
-        disclaimer, _ = disclaimer_for(request.spec, text or request.question)
-        if disclaimer:
-            text = _with_disclaimer(text, disclaimer, contract)
         try:
-            draft = parse_draft(text, request.spec)
+            draft = with_policy_disclaimer(parse_draft(text, request.spec), request)
         except MalformedOutput as exc:
             raise MalformedOutput(exc.problems, raw) from None
         if self.refine and not contract and any(sec.claims for sec in draft.sections):
@@ -163,9 +161,7 @@ class ModelComposer:
         original = render_draft(draft.sections)
         try:
             raw = await self.prose.complete(load_prompt("refine"), original)
-            rewrite = parse_draft(
-                _with_disclaimer(clean(raw), draft.disclaimer, False) if draft.disclaimer else clean(raw), request.spec
-            )
+            rewrite = with_policy_disclaimer(parse_draft(clean(raw), request.spec), request)
         except MalformedOutput as exc:
             return draft.model_copy(
                 update={"refine": f"rejected: the rewrite did not parse ({'; '.join(exc.problems)[:200]})"}
@@ -183,13 +179,15 @@ def anchors_by_section(draft: Draft) -> dict[str, frozenset[str]]:
     return {s.id: frozenset(eid for c in s.claims for eid in c.evidence_ids) for s in draft.sections if s.claims}
 
 
-def _with_disclaimer(text: str, disclaimer: str, contract: bool) -> str:
-    if not contract:
-        return text if disclaimer in text else f"{text}\n\n## Disclaimer\n\n{disclaimer}\n"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return text  # the parser reports it
-    if isinstance(data, dict) and "disclaimer" not in data:
-        data["disclaimer"] = disclaimer
-    return json.dumps(data, ensure_ascii=False)
+def with_policy_disclaimer(draft: Draft, request: ComposeRequest) -> Draft:
+    """The draft with the policy's disclaimer in the language of its claims (what the supervisor checks; the raw
+    text's JSON keys, headings or a disclaimer the model copied in another language are not the answer), or of the
+    question when it has no claims. A disclaimer the model wrote is kept when it already holds that one."""
+    spec = request.spec
+    if not spec.policy.disclaimer:
+        return draft
+    language = answer_language(draft, spec.policy)
+    disclaimer = spec.policy.disclaimer[language] if language else disclaimer_for(spec, request.question)[0]
+    if disclaimer is None or (draft.disclaimer and disclaimer in draft.disclaimer):
+        return draft
+    return draft.model_copy(update={"disclaimer": disclaimer})

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from veracity.checks import ANCHOR_RE, parse_claim
 from veracity.compose.base import MalformedOutput
@@ -24,6 +27,7 @@ _ONLY_ANCHORS = re.compile(r"^[\s.,;:]*(?:\[evidence:[A-Za-z0-9_-]+\][\s.,;:]*)+
 _DISCLAIMER_HEADINGS = {"disclaimer", "penafian", "note", "notice"}
 CONTRACT_KEYS = ("answer", "citations", "confidence", "needs_human")
 MAX_RAW_CHARS = 40_000
+M = TypeVar("M", bound=BaseModel)
 
 
 def clean(raw: str) -> str:
@@ -31,6 +35,16 @@ def clean(raw: str) -> str:
     text = _THINK.sub("", raw).strip()
     fenced = _FENCE.match(text)
     return fenced.group(1).strip() if fenced else text
+
+
+def parse_as(raw: str, model: type[M]) -> M:
+    """A model's JSON answer (after :func:`clean`) as ``model``, or a :class:`MalformedOutput` naming at most five
+    problems as ``field.path: message`` (``output: ...`` for the whole answer, e.g. invalid JSON)."""
+    try:
+        return model.model_validate_json(clean(raw))
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}" for e in exc.errors()[:5]]
+        raise MalformedOutput(problems, raw) from None
 
 
 def _normal(text: str) -> str:

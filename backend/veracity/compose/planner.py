@@ -6,14 +6,13 @@ reason is recorded."""
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from veracity.compose.base import MalformedOutput
-from veracity.compose.parse import clean
+from veracity.compose.parse import parse_as
 from veracity.domain import Subtask
 from veracity.guards.model import load_prompt
 from veracity.models.chat import ChatModel
@@ -99,13 +98,6 @@ def reflection_schema(spec: Spec) -> dict[str, Any]:
     }
 
 
-def _parse(raw: str, model: type[BaseModel]) -> Any:
-    try:
-        return model.model_validate(json.loads(clean(raw)))
-    except (json.JSONDecodeError, ValidationError) as exc:
-        raise MalformedOutput([str(exc)[:300]], raw) from None
-
-
 def _sections_text(spec: Spec) -> str:
     return "\n".join(
         f"- {s.id}: {s.title} — {s.description}{' (required)' if s.required else ''}" for s in spec.evidence_sections
@@ -123,17 +115,20 @@ class ModelPlanner:
             f"Question: {question.strip()}\n\nSections (id: title — what goes there):\n{_sections_text(spec)}\n\n"
             f"At most {spec.budgets.max_subtasks} subtasks, {spec.budgets.queries_per_subtask} queries each."
         )
-        plan: Plan = _parse(await self.chat.complete(load_prompt("planner"), user, schema=plan_schema(spec)), Plan)
+        plan = parse_as(await self.chat.complete(load_prompt("planner"), user, schema=plan_schema(spec)), Plan)
         subtasks = self._subtasks(question, spec, [(p.question, p.target_sections, p.queries) for p in plan.subtasks])
+        routed = {sid for t in subtasks for sid in t.target_sections}
+        room = spec.budgets.max_subtasks - len(subtasks)
+        if room <= 0 or routed >= {s.id for s in spec.evidence_sections}:
+            # Nothing the reflection says could change the plan: no call spent on it.
+            return subtasks, {"reflection_added": []}
         listing = "\n".join(f"- {t.id}: {t.question} → {', '.join(t.target_sections)}" for t in subtasks)
         reflect_user = f"Question: {question.strip()}\n\nSections:\n{_sections_text(spec)}\n\nPlan:\n{listing}"
-        reflection: Reflection = _parse(
+        reflection = parse_as(
             await self.chat.complete(load_prompt("plan_reflection"), reflect_user, schema=reflection_schema(spec)),
             Reflection,
         )
-        routed = {sid for t in subtasks for sid in t.target_sections}
         added = [m for m in reflection.missing if m.section not in routed]
-        room = spec.budgets.max_subtasks - len(subtasks)
         subtasks += self._subtasks(
             question, spec, [(m.question, [m.section], m.queries) for m in added[:room]], start=len(subtasks)
         )

@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from veracity.compose.base import MalformedOutput, ReviewRequest
-from veracity.compose.parse import clean
+from veracity.compose.base import ReviewRequest
+from veracity.compose.parse import parse_as
 from veracity.domain import ReviewVerdict
 from veracity.guards.judge import Judgement, Label, Source, Span
 from veracity.guards.reviewer import parse_verdict
-from veracity.models.chat import ChatModel
+from veracity.models.chat import DEFAULT_MAX_TOKENS, ChatModel
 from veracity.models.chat import client as _client
 from veracity.models.chat import short as _short
+from veracity.models.usage import Circuit
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +78,6 @@ def load_prompt(name: str) -> str:
     return (PROMPTS / f"{name}.md").read_text(encoding="utf-8").strip()
 
 
-def _problems(exc: ValidationError) -> list[str]:
-    return [f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}" for e in exc.errors()[:5]]
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The judge
 
@@ -95,10 +92,7 @@ class GroundingAnswer(BaseModel):
 
 
 def parse_grounding(raw: str) -> GroundingAnswer:
-    try:
-        return GroundingAnswer.model_validate_json(clean(raw))
-    except ValidationError as exc:
-        raise MalformedOutput(_problems(exc), raw) from None
+    return parse_as(raw, GroundingAnswer)
 
 
 @lru_cache(maxsize=512)
@@ -169,7 +163,8 @@ class ModelJudge:
         timeout: float = 30.0,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        circuit: Circuit | None = None,
     ) -> None:
         self.name = f"model:{model}"
         self.chat = ChatModel(
@@ -179,6 +174,7 @@ class ModelJudge:
             GROUNDING_SCHEMA,
             role="judge",
             max_tokens=max_tokens,
+            circuit=circuit,
         )
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement:
@@ -227,7 +223,8 @@ class ModelReviewer:
         timeout: float = 30.0,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        circuit: Circuit | None = None,
     ) -> None:
         self.name = f"model:{model}"
         self.chat = ChatModel(
@@ -237,6 +234,7 @@ class ModelReviewer:
             REVIEW_SCHEMA,
             role="reviewer",
             max_tokens=max_tokens,
+            circuit=circuit,
         )
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:

@@ -8,20 +8,14 @@ A model reviewer's raw output is parsed by :func:`parse_verdict`; output that do
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from veracity.compose.base import MalformedOutput, ReviewRequest, feedback_lines
-from veracity.compose.parse import clean
+from veracity.compose.parse import parse_as
 from veracity.domain import ReviewVerdict
 from veracity.guards.router import screen
 
 
 def parse_verdict(raw: str) -> ReviewVerdict:
-    try:
-        verdict = ReviewVerdict.model_validate_json(clean(raw))
-    except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}" for e in exc.errors()[:5]]
-        raise MalformedOutput(problems, raw) from None
+    verdict = parse_as(raw, ReviewVerdict)
     if verdict.verdict == "revise" and not verdict.concerns:
         raise MalformedOutput(["a 'revise' verdict must name at least one concrete concern"], raw)
     return verdict

@@ -118,18 +118,9 @@ class ChatModel:
             )
         except openai.BadRequestError:
             raise  # the caller decides: fall back to json_object, or fail
-        except openai.APITimeoutError as exc:
-            self.circuit.failure()
-            raise ModelError(f"model {self.model} timed out") from exc
-        except openai.APIConnectionError as exc:
-            self.circuit.failure()
-            raise ModelError(f"model {self.model} could not be reached: {short(exc.message)}") from exc
-        except openai.APIStatusError as exc:
-            self.circuit.failure()
-            raise ModelError(f"model {self.model} failed with HTTP {exc.status_code}: {short(exc.message)}") from exc
         except openai.OpenAIError as exc:
             self.circuit.failure()
-            raise ModelError(f"model {self.model} failed: {short(exc)}") from exc
+            raise ModelError(f"model {self.model} {_failure(exc)}") from exc
         self.circuit.success()
         await self._record(completion, (time.perf_counter() - started) * 1000)
         return _content(completion)
@@ -152,6 +143,17 @@ class ChatModel:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def _failure(exc: openai.OpenAIError) -> str:
+    """What went wrong with a call, after "model NAME"."""
+    if isinstance(exc, openai.APITimeoutError):  # a subclass of APIConnectionError: first
+        return "timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"could not be reached: {short(exc.message)}"
+    if isinstance(exc, openai.APIStatusError):
+        return f"failed with HTTP {exc.status_code}: {short(exc.message)}"
+    return f"failed: {short(exc)}"
 
 
 def _content(completion: Any) -> str:

@@ -1,4 +1,5 @@
-"""The model side of runs, from settings: who drafts, who judges, who reviews (one client shared)."""
+"""The model side of runs, from settings: who drafts, who judges, who reviews (one client and one circuit
+shared)."""
 
 from __future__ import annotations
 
@@ -67,12 +68,17 @@ def build_models(settings: Settings) -> ModelSet:
         )
     from veracity.compose.model import CONTRACT_SCHEMA, ModelComposer
     from veracity.guards.model import ModelJudge, ModelReviewer
-    from veracity.models.chat import ChatModel, client
+    from veracity.models.chat import DEFAULT_MAX_TOKENS, ChatModel, client
+    from veracity.models.usage import Circuit
 
-    answer_cap = cfg.local_max_tokens if local is not None else 1024
+    answer_cap = cfg.local_max_tokens if local is not None else DEFAULT_MAX_TOKENS
     shared = client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
+    # One server, one circuit: failures seen by any role count for every role.
+    circuit = Circuit()
     composer = ModelComposer(
-        prose=ChatModel(cfg.composer_model, shared, role="composer", max_tokens=cfg.composer_max_tokens),
+        prose=ChatModel(
+            cfg.composer_model, shared, role="composer", max_tokens=cfg.composer_max_tokens, circuit=circuit
+        ),
         contract=ChatModel(
             cfg.composer_model,
             shared,
@@ -80,17 +86,20 @@ def build_models(settings: Settings) -> ModelSet:
             CONTRACT_SCHEMA,
             role="composer",
             max_tokens=cfg.composer_max_tokens,
+            circuit=circuit,
         ),
         refine=cfg.refine,
     )
     from veracity.compose.planner import ModelPlanner
 
-    planner = ModelPlanner(ChatModel(cfg.planner_model, shared, "plan", role="planner", max_tokens=answer_cap))
+    planner = ModelPlanner(
+        ChatModel(cfg.planner_model, shared, "plan", role="planner", max_tokens=answer_cap, circuit=circuit)
+    )
     return ModelSet(
         planner=planner,
         composer=composer,
-        judge=ModelJudge(cfg.judge_model, client=shared, max_tokens=answer_cap),
-        reviewer=ModelReviewer(cfg.reviewer_model, client=shared, max_tokens=answer_cap),
+        judge=ModelJudge(cfg.judge_model, client=shared, max_tokens=answer_cap, circuit=circuit),
+        reviewer=ModelReviewer(cfg.reviewer_model, client=shared, max_tokens=answer_cap, circuit=circuit),
         clients=[shared],
         local=local,
     )

@@ -29,9 +29,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from veracity.checks import ANCHOR_RE
 from veracity.testing.fixture_site import FixtureSite, _Instrument
 
-_ANCHOR = re.compile(r"\[evidence:([A-Za-z0-9_-]+)\]")
 _TOKEN = re.compile(r"\{([EQ])(\d+|X)\}")
 _EVIDENCE_LINE = re.compile(r"^\[evidence:([A-Za-z0-9_-]+)\] (.*?)(?: \(source: [^)]*\))?$", re.M)
 
@@ -41,7 +41,7 @@ def _user_text(body: dict[str, Any]) -> str:
 
 
 def substitute(content: str, prompt: str) -> str:
-    ids = list(dict.fromkeys(_ANCHOR.findall(prompt)))
+    ids = list(dict.fromkeys(ANCHOR_RE.findall(prompt)))
     quoted = dict(_EVIDENCE_LINE.findall(prompt))
 
     def one(match: re.Match[str]) -> str:
@@ -57,7 +57,7 @@ def substitute(content: str, prompt: str) -> str:
 
 def _echo_judgement(prompt: str) -> str:
     claim = prompt.split("Claim:\n", 1)[-1].split("\n\nSource passages:", 1)[0]
-    claim = " ".join(_ANCHOR.sub("", claim).split()).rstrip(" .")
+    claim = " ".join(ANCHOR_RE.sub("", claim).split()).rstrip(" .")
     first_id = re.search(r"source_id: (\S+)", prompt)
     source_id = first_id.group(1) if first_id else ""
     return json.dumps({"label": "supported", "quote": claim, "source_id": source_id, "reason": "quoted verbatim"})
