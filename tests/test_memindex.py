@@ -4,8 +4,10 @@ to FTS5 for corpora over its size limit, and reads PostgreSQL too."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from conftest import SMALL_CORPUS, load_docs
 from veracity.db.corpus_repo import DocumentIn, search_chunks
@@ -13,7 +15,7 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.search import memindex
 from veracity.search.local import LocalSearch
-from veracity.search.memindex import Analyzer, MemoryIndex
+from veracity.search.memindex import Analyzer, MemoryIndex, index_stems
 
 QUERIES = ["coffee production in Brazil", "tea exports", "market worth billion dollars", "steel", "nothing matches zz"]
 
@@ -80,6 +82,47 @@ async def test_a_corpus_over_the_limit_is_searched_by_fts5(small_db_url: str) ->
         await engine.dispose()
 
 
+def _count_statements(engine: Any) -> list[str]:
+    """Every SQL statement the engine runs from now on, lower-cased."""
+    seen: list[str] = []
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def _record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement.lower())
+
+    return seen
+
+
+async def test_concurrent_branches_share_one_freshness_check_and_one_build(small_db_url: str) -> None:
+    engine = make_engine(small_db_url)
+    try:
+        indexes = memindex.MemoryIndexes(make_sessionmaker(engine), max_chunks=1000)
+        statements = _count_statements(engine)
+        got = await asyncio.gather(*(indexes.get("small") for _ in range(8)))
+        assert got[0] is not None and all(index is got[0] for index in got)
+        assert sum("count(" in s for s in statements) == 1
+        assert sum("from chunks" in s and "count(" not in s for s in statements) == 1  # one load of the passages
+    finally:
+        await engine.dispose()
+
+
+async def test_a_corpus_without_an_index_is_not_counted_on_every_search(
+    small_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(small_db_url)
+    try:
+        indexes = memindex.MemoryIndexes(make_sessionmaker(engine), max_chunks=len(SMALL_CORPUS) - 1)
+        statements = _count_statements(engine)
+        for corpus in ("small", "no-such-corpus"):  # over the limit; empty
+            assert [await indexes.get(corpus) for _ in range(3)] == [None, None, None]
+        assert sum("count(" in s for s in statements) == 2 and not any("join" in s for s in statements)
+        monkeypatch.setattr(memindex, "RECHECK_SECONDS", 0.0)  # once the check is due, it is made again
+        assert await indexes.get("small") is None
+        assert sum("count(" in s for s in statements) == 3
+    finally:
+        await engine.dispose()
+
+
 def test_ties_are_broken_by_passage_order_and_k_never_exceeds_the_matches() -> None:
     from veracity.db.corpus_repo import ChunkHit
 
@@ -101,3 +144,95 @@ async def test_the_memory_index_reads_postgresql(pg_url: str) -> None:
         assert hits and hits[0].doc_id == "coffee"
     finally:
         await engine.dispose()
+
+
+def _read(quote: str, title: str, weights: dict[str, float] | None, focus: list[str]) -> bool:
+    """Whether ``extract_evidence`` keeps the one sentence of a passage titled ``title``."""
+    from veracity.graph.context import SearchHit
+    from veracity.search.evidence import extract_evidence
+
+    hit = SearchHit(doc_id=title, title=title, text=quote, start=0, end=len(quote), score=1.0)
+    found = extract_evidence(
+        hit, query=" ".join(focus), focus_terms=focus, subtask_id="st1", corpus="c", fetched_at="", weights=weights
+    )
+    return [ev.quote for ev in found] == [quote]
+
+
+def _by_stem(weights: dict[str, float]) -> dict[str, float]:
+    return {index_stems([word])[0]: w for word, w in weights.items()}
+
+
+def test_sentences_that_share_only_a_common_word_of_the_question_are_dropped() -> None:
+    focus = ["history", "coffee", "production"]
+    weights = _by_stem({"history": 1.6, "coffee": 5.3, "production": 2.5})
+    coffee = ("Coffee is a beverage brewed from roasted beans.", "Coffee")
+    film = ("Film production concentrated under the studios early in its history.", "Film industry")
+    oil = ("The members account for 38 percent of global oil production.", "OPEC")
+    both = ("Its production history spans centuries of trade.", "Tea")  # 4.1 of 9.4: under half
+    assert [_read(*s, weights, focus) for s in (coffee, film, oil, both)] == [True, False, False, False]
+    # Carrying half the weight without the most specific term is enough; no weights, nothing dropped.
+    assert _read(*both, _by_stem({"history": 2.0, "coffee": 3.0, "production": 2.0}), focus)
+    assert _read(*film, None, focus) and _read(*oil, None, focus)
+    assert _read(*film, {"coffe": 0.0}, focus)  # the corpus never says "coffee": nothing to weigh by
+
+
+def test_focus_words_match_sentences_by_their_index_stems() -> None:
+    focus = ["elections", "turnout"]
+    weights = _by_stem({"elections": 4.0, "turnout": 1.0})
+    assert _read("The election was held in March of that year.", "Politics", weights, focus)
+    assert not _read("The turnout was low in March of that year.", "Politics", weights, focus)
+    # The source's title counts as the sentence's own words, by stem as well.
+    assert _read("The turnout was low in March of that year.", "Elections in Ruritania", weights, focus)
+    # A name with an apostrophe is matched (and weighed) by the piece the index holds.
+    brien = _by_stem({"o'brien": 3.0, "novels": 1.0})
+    assert _read("Flann O'Brien wrote in Irish and English.", "Writers", brien, ["o'brien", "novels"])
+
+
+def test_rarity_is_higher_for_rarer_words_and_zero_for_unknown_ones() -> None:
+    from veracity.db.corpus_repo import ChunkHit
+
+    texts = ["coffee production", "oil production", "film production", "steel production", "O'Brien's coffee"]
+    hits = [ChunkHit(i, i, str(i), "", t, 0, len(t), 0.0, None, None) for i, t in enumerate(texts)]
+    index = MemoryIndex(hits)
+    assert index.rarity("Coffee") > index.rarity("production") > 0
+    assert index.rarity("zorblax") == 0.0
+    # A name with an apostrophe is weighed by the piece the index holds, not lost as a word it never saw.
+    assert index_stems(["o'brien", "O’Brien's"]) == ["brien"]
+    assert index.stem_rarity(index_stems(["o'brien"])[0]) == index.rarity("brien") > index.rarity("coffee")
+
+
+async def test_a_run_weighs_its_focus_words_once_for_all_its_branches(small_db_url: str) -> None:
+    """The plan measures rarity once; every retrieve branch reads it from the run's context."""
+    from veracity.graph.builder import build_graph
+    from veracity.graph.context import Context, RetrievalCoordinator
+    from veracity.settings import LimitSettings
+    from veracity.specs.registry import SpecRegistry
+
+    class Weighing(LocalSearch):
+        calls: list[list[str]] = []
+
+        async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None:
+            self.calls.append(terms)
+            return {stem: 1.0 for stem in index_stems(terms)}
+
+    async def emit(_name: str, _payload: dict[str, Any]) -> None:
+        return None
+
+    engine = make_engine(small_db_url)
+    try:
+        spec = SpecRegistry.load().get("market_brief")
+        search = Weighing(make_sessionmaker(engine))
+        ctx = Context(
+            spec=spec,
+            search=search,
+            emit=emit,
+            limits=LimitSettings(),
+            coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
+        )
+        question = "coffee production in Brazil"
+        state = await build_graph().ainvoke({"run_id": "r" * 32, "question": question, "corpus": "small"}, context=ctx)
+    finally:
+        await engine.dispose()
+    assert len(state["subtasks"]) == 3 and search.calls == [["coffee", "production", "brazil"]]
+    assert ctx.focus_weights == {"coffe": 1.0, "product": 1.0, "brazil": 1.0}
+    assert state["evidence"]  # equal weights: a sentence naming any one focus word is an anchor and kept

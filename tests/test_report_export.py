@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from veracity.domain import Claim, Report, ReportEvidence, ReportSection
 from veracity.runs.reducer import RunView, apply
@@ -174,48 +173,6 @@ def test_timeline_rows_say_which_are_failures_retries_and_check_findings() -> No
     assert [r.offset_ms for r in view.timeline] == [0, 250, 500, 750, 1000, 1250]
     apply(view, 3, "complete", {"outcome": "shipped"}, T0)  # late: already past seq 3, changes nothing
     assert len(view.timeline) == 6 and view.status == "failed" and view.outcome is None
-
-
-def _evidence(quote: str, title: str) -> Any:
-    from veracity.domain import Evidence, SourceRef
-
-    return Evidence(
-        id=title,
-        quote=quote,
-        start=0,
-        end=len(quote),
-        content_hash="0" * 64,
-        source=SourceRef(doc_id=title, title=title),
-        origin_subtask_id="st1",
-        score=1.0,
-    )
-
-
-def test_sentences_that_share_only_a_common_word_of_the_question_are_dropped() -> None:
-    from veracity.search.evidence import keep_focused
-
-    weights = {"history": 1.6, "coffee": 5.3, "production": 2.5}
-    coffee = _evidence("Coffee is a beverage brewed from roasted beans.", "Coffee")
-    film = _evidence("Film production concentrated under the studios early in its history.", "Film industry")
-    oil = _evidence("The members account for 38 percent of global oil production.", "OPEC")
-    both = _evidence("Its production history spans centuries of trade.", "Tea")  # 4.1 of 9.4: under half
-    kept = keep_focused([coffee, film, oil, both], weights)
-    assert kept == [coffee]
-    # Carrying half the weight without the most specific term is enough; no weights, nothing dropped.
-    assert keep_focused([both], {"history": 2.0, "coffee": 3.0, "production": 2.0}) == [both]
-    assert keep_focused([film, oil], None) == [film, oil]
-    assert keep_focused([film], {"coffee": 0.0}) == [film]  # the corpus never says "coffee": nothing to weigh by
-
-
-def test_rarity_is_higher_for_rarer_words_and_zero_for_unknown_ones() -> None:
-    from veracity.db.corpus_repo import ChunkHit
-    from veracity.search.memindex import MemoryIndex
-
-    texts = ["coffee production", "oil production", "film production", "steel production"]
-    hits = [ChunkHit(i, i, str(i), "", t, 0, len(t), 0.0, None, None) for i, t in enumerate(texts)]
-    index = MemoryIndex(hits)
-    assert index.rarity("Coffee") > index.rarity("production") > 0
-    assert index.rarity("zorblax") == 0.0
 
 
 def test_a_revise_loop_taken_stays_visible_after_the_run_and_a_fallback_reads_as_one() -> None:

@@ -130,16 +130,50 @@ async def test_search_keeps_accented_words_and_splits_at_apostrophes(names_url: 
 
 
 async def test_search_documents_collapses_passages_to_their_best(small_db_url: str) -> None:
+    from veracity.corpus.ingest import IngestReport, ingest_documents
+
+    # A long document cut into short passages, several of them matching the query with different strengths.
+    paragraphs = [
+        "The coffee market grew quickly. A zeppelin carried coffee and tea traders to market every week.",
+        "Shipping lanes carried many goods across the sea, and coffee was one of them in later decades.",
+        "Zeppelin after zeppelin: the tea market and the coffee market were the busiest in a zeppelin town.",
+        "Harbours were built and rebuilt over the centuries as trade moved along the coast to new towns.",
+    ]
+    query = "coffee tea market zeppelin"
+    long_doc = DocumentIn(doc_id="trade", title="Trade history", text="\n\n".join(paragraphs))
     engine = make_engine(small_db_url)
     try:
-        search = LocalSearch(make_sessionmaker(engine))
-        hits = await search_documents(search=search, corpus="small", query="coffee tea market", depth=10)
+        sm = make_sessionmaker(engine)
+        await ingest_documents(sessionmaker=sm, corpus="small", docs=[long_doc], chunk_chars=200, report=IngestReport())
+        search = LocalSearch(sm)
+        passages = await search.chunks(query=query, corpus="small", k=100)
+        hits = await search_documents(search=search, corpus="small", query=query, depth=10)
     finally:
         await engine.dispose()
+    trade = [p for p in passages if p.doc_id == "trade"]
+    assert len(trade) >= 2 and len({p.score for p in trade}) >= 2  # the collapse has a choice to make
     ids = [h.doc_id for h in hits]
-    assert len(ids) == len(set(ids)) and set(ids) == {"coffee", "tea"}
+    assert len(ids) == len(set(ids)) and set(ids) == {"coffee", "tea", "trade"}
+    best = max(trade, key=lambda p: p.score)
+    (doc,) = [h for h in hits if h.doc_id == "trade"]
+    assert (doc.score, doc.chunk_id) == (best.score, best.chunk_id)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_bm25_tokens_are_the_words_the_local_search_sends() -> None:
     assert bm25_tokens("The men's team, Téa and the team") == ["men", "team", "téa", "team"]
+
+
+def test_one_eval_set_loads_without_the_other(tmp_path: Path) -> None:
+    from veracity.evals.retrieval import eval_set, eval_sets, missing_files
+
+    sci = tmp_path / "retrieval_scifact"
+    (sci / "qrels").mkdir(parents=True)
+    (sci / "corpus.jsonl").write_text('{"_id": "d1", "title": "T", "text": "x"}\n', encoding="utf-8")
+    (sci / "queries.jsonl").write_text('{"_id": "q1", "text": "a claim"}\n{"_id": "q2", "text": "unjudged"}\n')
+    (sci / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    got = eval_set(tmp_path, "scifact")  # SciFact alone is enough for the search benchmark
+    assert got.queries == {"q1": "a claim"} and got.qrels == {"q1": {"d1": 1}}
+    assert missing_files(tmp_path, "scifact") == [] and len(missing_files(tmp_path)) == 3
+    with pytest.raises(FileNotFoundError, match="qa_hotpotqa"):
+        eval_sets(tmp_path)

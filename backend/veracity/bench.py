@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.graph.builder import build_graph
 from veracity.runs.service import RunService
-from veracity.search.local import LocalSearch
+from veracity.search.providers import hit_ranker, local_search
 from veracity.settings import get_settings
 from veracity.specs.registry import SpecRegistry
 
@@ -62,7 +62,8 @@ async def main() -> int:
         registry=SpecRegistry.load(),
         settings=settings,
         graph=build_graph(),
-        search=LocalSearch(sm, memory_max_chunks=settings.search.memory_index_max_chunks),
+        search=local_search(settings, sm),
+        ranker=hit_ranker(settings),
     )
     print(f"market_brief on corpus {settings.corpus.default}, {REPEATS} runs per question (median)")
     print(f"{'question':<55} {'first event ms':>15} {'run ms':>10}")
@@ -116,7 +117,8 @@ async def local_model_run() -> None:
                 registry=SpecRegistry.load(),
                 settings=settings,
                 graph=build_graph(),
-                search=LocalSearch(sm),
+                search=local_search(settings, sm),
+                ranker=hit_ranker(settings),
                 providers=models.providers,
             )
             started = time.perf_counter()

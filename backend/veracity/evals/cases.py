@@ -105,8 +105,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
     from veracity.db.migrate import upgrade
     from veracity.graph.builder import build_graph
     from veracity.runs.service import Providers, RunService
-    from veracity.search.local import LocalSearch
-    from veracity.search.providers import hit_ranker
+    from veracity.search.providers import hit_ranker, local_search
 
     registry = SpecRegistry.load()
     specs = [registry.get(spec_id)] if spec_id else registry.all()
@@ -125,7 +124,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
         try:
             await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
             graph = build_graph()
-            search = LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks)
+            search = local_search(settings, sessionmaker)
             ranker = hit_ranker(settings)
             for spec in specs:
                 for case in spec.eval_cases:

@@ -90,23 +90,38 @@ def read_queries(path: Path) -> dict[str, str]:
     return {str(r.get("_id", r.get("id"))): str(r.get("text", r.get("question"))) for r in rows}
 
 
-def eval_sets(data: Path) -> dict[str, EvalSet]:
-    """SciFact and HotpotQA under ``data``; raises FileNotFoundError naming what is missing."""
-    sci, hot = data / "retrieval_scifact", data / "qa_hotpotqa"
-    files = [sci / "corpus.jsonl", sci / "queries.jsonl", sci / "qrels" / "test.tsv"]
-    files += [hot / "corpus.jsonl", hot / "questions.jsonl", hot / "qrels.tsv"]
-    missing = [str(p) for p in files if not p.is_file()]
-    if missing:
+_LAYOUT = {
+    "scifact": ("retrieval_scifact", "queries.jsonl", "qrels/test.tsv"),
+    "hotpotqa": ("qa_hotpotqa", "questions.jsonl", "qrels.tsv"),
+}
+"""Each eval set's folder under the data folder, its questions file and its judgements file."""
+
+
+def _files(data: Path, name: str) -> tuple[Path, Path, Path]:
+    folder, queries, qrels = _LAYOUT[name]
+    return data / folder / "corpus.jsonl", data / folder / queries, data / folder / qrels
+
+
+def missing_files(data: Path, *names: str) -> list[str]:
+    """The files of the named eval sets (all when none are named) that are not under ``data``."""
+    return [str(p) for name in names or tuple(_LAYOUT) for p in _files(data, name) if not p.is_file()]
+
+
+def eval_set(data: Path, name: str) -> EvalSet:
+    """One eval set ("scifact" or "hotpotqa") under ``data``; raises FileNotFoundError naming what is missing."""
+    if missing := missing_files(data, name):
         raise FileNotFoundError(", ".join(missing))
-    sets = {}
-    for name, folder, queries, qrels in (
-        ("scifact", sci, sci / "queries.jsonl", sci / "qrels" / "test.tsv"),
-        ("hotpotqa", hot, hot / "questions.jsonl", hot / "qrels.tsv"),
-    ):
-        judged = read_qrels(qrels)
-        asked = {qid: text for qid, text in read_queries(queries).items() if qid in judged}
-        sets[name] = EvalSet(name, folder / "corpus.jsonl", asked, judged)
-    return sets
+    corpus, queries, qrels = _files(data, name)
+    judged = read_qrels(qrels)
+    asked = {qid: text for qid, text in read_queries(queries).items() if qid in judged}
+    return EvalSet(name, corpus, asked, judged)
+
+
+def eval_sets(data: Path) -> dict[str, EvalSet]:
+    """SciFact and HotpotQA under ``data``; raises FileNotFoundError naming what is missing (of both)."""
+    if missing := missing_files(data):
+        raise FileNotFoundError(", ".join(missing))
+    return {name: eval_set(data, name) for name in _LAYOUT}
 
 
 async def ensure_corpus(

@@ -32,8 +32,8 @@ from veracity.corpus.ingest import ingest_path
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.evals.ir_metrics import mean, ndcg_at_k
-from veracity.evals.retrieval import DEFAULT_DATA, DEFAULT_DB, ensure_corpus, eval_sets, search_documents
-from veracity.search.local import LocalSearch
+from veracity.evals.retrieval import DEFAULT_DATA, DEFAULT_DB, ensure_corpus, eval_set, missing_files, search_documents
+from veracity.search.providers import local_search
 from veracity.settings import get_settings
 from veracity.text import STOPWORDS, words
 
@@ -56,7 +56,7 @@ async def bench_search_latency(eval_data: Path, db_url: str) -> dict[str, Any]:
     """Per-query latency and nDCG@10 of the local search and of rank-bm25 on the SciFact claims (see the module)."""
     from rank_bm25 import BM25Okapi
 
-    data = eval_sets(eval_data)[CORPUS]
+    data = eval_set(eval_data, CORPUS)
     await asyncio.to_thread(upgrade, db_url)
     engine = make_engine(db_url)
     sessionmaker = make_sessionmaker(engine)
@@ -70,7 +70,7 @@ async def bench_search_latency(eval_data: Path, db_url: str) -> dict[str, Any]:
             path=data.corpus_file,
             chunk_chars=get_settings().corpus.chunk_chars,
         )
-        searcher = LocalSearch(sessionmaker)
+        searcher = local_search(get_settings(), sessionmaker)
         started = time.perf_counter()
         await searcher.chunks(query="warm up", corpus=CORPUS, k=1)  # the in-memory index is built on first use
         local_build_s = time.perf_counter() - started
@@ -113,7 +113,7 @@ async def bench_search_latency(eval_data: Path, db_url: str) -> dict[str, Any]:
 async def bench_ingest_rate(eval_data: Path, db_url: str | None = None) -> dict[str, Any]:
     """Documents/s ingesting the SciFact corpus into a fresh corpus. ``db_url`` None means a fresh temporary SQLite
     database; a given database gets a new corpus name each call (left in place: use a scratch database)."""
-    data = eval_sets(eval_data)[CORPUS]
+    data = eval_set(eval_data, CORPUS)
     with tempfile.TemporaryDirectory() as scratch:
         url = db_url or f"sqlite+aiosqlite:///{Path(scratch) / 'ingest-bench.db'}"
         await asyncio.to_thread(upgrade, url)
@@ -151,10 +151,8 @@ def format_latency(result: dict[str, Any]) -> str:
 
 
 async def _main(data: Path, db_url: str) -> int:
-    try:
-        eval_sets(data)
-    except FileNotFoundError as exc:
-        print(f"search-bench: data not found: {exc}", file=sys.stderr)
+    if missing := missing_files(data, CORPUS):  # SciFact only: HotpotQA need not be there
+        print(f"search-bench: data not found: {', '.join(missing)}", file=sys.stderr)
         return 2
     print(format_latency(await bench_search_latency(data, db_url)))
     ingest = await bench_ingest_rate(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from veracity.compose.base import Composer, Reviewer
 from veracity.domain import Subtask
@@ -63,6 +63,13 @@ class SearchProvider(Protocol):
     name: str
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]: ...
+
+
+@runtime_checkable
+class TermWeigher(Protocol):
+    """A search provider that can say how rare each word is in a corpus (the local one); web search cannot."""
+
+    async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None: ...
 
 
 @dataclass
@@ -143,6 +150,9 @@ class Context:
     """Best-ranked web results opened per query."""
     planner: Planner | None = None
     """A model planner; None (or a planner that fails) means the heuristic plan."""
+    focus_weights: dict[str, float] | None = None
+    """The run's focus words' rarity in its corpus, keyed by index stem: measured once by ``plan`` when the
+    search is a ``TermWeigher`` and the corpus is large enough to measure; None drops nothing for rarity."""
 
 
 def _default_composer() -> Composer:

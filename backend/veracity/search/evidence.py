@@ -7,6 +7,7 @@ import re
 from veracity.domain import WEB_SOURCE, Evidence, SourceRef
 from veracity.fetch.canonical import host_of
 from veracity.graph.context import SearchHit
+from veracity.search.memindex import ANALYZER, index_stems
 from veracity.text import content_terms, sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
@@ -50,13 +51,47 @@ def evidence_id(doc_id: str, start: int, end: int) -> str:
     return "ev" + sha256_hex(f"{doc_id}\x00{start}\x00{end}")[:10]
 
 
+def focus_weights(focus_terms: list[str], weights: dict[str, float] | None) -> dict[str, float]:
+    """The focus terms' weights, keyed by index stem (``index_stems``), from the corpus's ``weights`` (as
+    ``LocalSearch.term_weights`` returns them); empty when there is nothing to weigh by — no weights, or a
+    corpus that holds none of the focus words."""
+    if not weights:
+        return {}
+    mine = {stem: weights.get(stem, 0.0) for stem in index_stems(focus_terms)}
+    return mine if sum(mine.values()) > 0 else {}
+
+
+def carries_focus(stems: set[str], weights: dict[str, float]) -> bool:
+    """Whether a sentence (its stems, with its source title's) carries what the question is about: it names
+    the question's most specific term (the rarest one the corpus holds) or carries at least ``MIN_FOCUS_MASS``
+    of the focus terms' total weight. For "history of coffee production" a sentence about film or oil
+    production shares only "production" (and perhaps "history") and is dropped; one about coffee is kept."""
+    top = max(weights.values())
+    if any(w == top and t in stems for t, w in weights.items()):
+        return True
+    return sum(w for t, w in weights.items() if t in stems) >= MIN_FOCUS_MASS * sum(weights.values())
+
+
 def extract_evidence(
-    hit: SearchHit, *, query: str, focus_terms: list[str], subtask_id: str, corpus: str, fetched_at: str
+    hit: SearchHit,
+    *,
+    query: str,
+    focus_terms: list[str],
+    subtask_id: str,
+    corpus: str,
+    fetched_at: str,
+    weights: dict[str, float] | None = None,
 ) -> list[Evidence]:
-    """Fact-shaped sentences of a hit that touch the question's own words (in the sentence or the title)."""
+    """Fact-shaped sentences of a hit that touch the question's own words (in the sentence or the title).
+
+    ``weights`` is each focus word's rarity in the corpus, keyed by index stem (``LocalSearch.term_weights``);
+    with them a sentence must also carry enough of the question (``carries_focus``), its words matched to the
+    focus words by stem ("elections" names "election"). Without them, any focus word (exact) is enough."""
     terms = set(content_terms(query))
     focus = set(focus_terms) or terms
+    weighed = focus_weights(sorted(focus), weights)
     title_words = set(words(hit.title))
+    title_stems = set(ANALYZER.tokens(hit.title)) if weighed else set()
     out: list[Evidence] = []
     for s, e in sentence_spans(hit.text):
         sentence = hit.text[s:e]
@@ -64,7 +99,10 @@ def extract_evidence(
             continue
         sentence_words = set(words(sentence))
         focus_hit = len(focus & (sentence_words | title_words)) / max(1, len(focus))
-        if focus_hit == 0:
+        if weighed:
+            if not carries_focus(set(ANALYZER.tokens(sentence)) | title_stems, weighed):
+                continue
+        elif focus_hit == 0:
             continue
         overlap = 0.7 * focus_hit + 0.3 * len(terms & sentence_words) / max(1, len(terms))
         start, end = hit.start + s, hit.start + e
@@ -93,27 +131,6 @@ def extract_evidence(
             )
         )
     return out
-
-
-def keep_focused(evidence: list[Evidence], weights: dict[str, float] | None) -> list[Evidence]:
-    """Drop sentences that carry too little of what the question is about.
-
-    ``weights`` is each focus term's rarity in the corpus (0 for a word the corpus never uses). A sentence,
-    read with its source's title, is kept when it names the question's most specific term (the rarest one the
-    corpus holds) or carries at least ``MIN_FOCUS_MASS`` of the focus terms' total weight. For "history of
-    coffee production" a sentence about film or oil production shares only "production" (and perhaps "history")
-    and is dropped; one about coffee is kept. Without weights, nothing is dropped."""
-    total = sum((weights or {}).values())
-    if not weights or total <= 0:
-        return evidence
-    top = max(weights.values())
-    anchors = {term for term, w in weights.items() if w == top}
-    kept = []
-    for ev in evidence:
-        present = set(words(ev.quote)) | set(words(ev.source.title))
-        if anchors & present or sum(w for t, w in weights.items() if t in present) >= MIN_FOCUS_MASS * total:
-            kept.append(ev)
-    return kept
 
 
 def fingerprint(ev: Evidence) -> str:

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.corpus_repo import ChunkHit, search_chunks
 from veracity.graph.context import SearchHit
-from veracity.search.memindex import MemoryIndexes
+from veracity.search.memindex import MemoryIndexes, index_stems
+from veracity.settings import SearchSettings
 
 RARITY_MIN_PASSAGES = 1000
 
@@ -19,7 +20,14 @@ RARITY_MIN_PASSAGES = 1000
 class LocalSearch:
     name = "local"
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], *, memory_max_chunks: int = 200_000) -> None:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        *,
+        memory_max_chunks: int = SearchSettings.model_fields["memory_index_max_chunks"].default,
+    ) -> None:
+        """``memory_max_chunks``: the in-memory index's size limit (0: none); the settings' default unless given
+        (``veracity.search.providers.local_search`` passes the configured one)."""
         self._sessionmaker = sessionmaker
         self.indexes = MemoryIndexes(sessionmaker, max_chunks=memory_max_chunks) if memory_max_chunks else None
 
@@ -31,13 +39,14 @@ class LocalSearch:
             return await search_chunks(session=session, corpus=corpus, query=query, k=k)
 
     async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None:
-        """Each term's rarity in the corpus (``MemoryIndex.rarity``), or None when it cannot be measured: no
+        """The terms' rarity in the corpus (``MemoryIndex.rarity``) keyed by their index stems (``index_stems``:
+        "o'brien" is weighed as "brien", "elections" as "elect"), or None when it cannot be measured: no
         in-memory index, or fewer than ``RARITY_MIN_PASSAGES`` passages — in a dozen help articles "get" and
         "since" look rarer than "refund", and a curated corpus that small is on topic by construction."""
         index = await self.indexes.get(corpus) if self.indexes is not None else None
         if index is None or len(index.hits) < RARITY_MIN_PASSAGES:
             return None
-        return {term: index.rarity(term) for term in terms}
+        return {stem: index.stem_rarity(stem) for stem in index_stems(terms)}
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
         hits = await self.chunks(query=query, corpus=corpus, k=k)

@@ -11,8 +11,10 @@ weight of 2 on the title, and idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1
 N and n count this corpus only (FTS5 shares one table between corpora, so one corpus's word statistics leak
 into another's ranking).
 
-Freshness: an ingest in this process drops the corpus's index at once; another process's ingest is noticed
-by a (count, max id) check of the corpus's passages, made at most every ``RECHECK_SECONDS``.
+Freshness: an ingest (in this process or another) is noticed by a (count, max id) check of the corpus's
+passages, made at most every ``RECHECK_SECONDS`` and by one caller at a time — the others wait for its answer.
+A corpus with no index (empty, or over the size limit) is remembered with its check as well, so FTS5 answers it
+without a count on every search.
 """
 
 from __future__ import annotations
@@ -58,6 +60,16 @@ class Analyzer:
         return [stem for w in _TOKEN.findall(text.lower()) if (stem := self.stem(w))]
 
 
+ANALYZER = Analyzer()
+"""A shared analyser for code that matches words the way the index does (same stems as every index's own)."""
+
+
+def index_stems(terms: list[str]) -> list[str]:
+    """Content words as the index holds them, in first-seen order: split at apostrophes as the index splits them
+    ("o'brien" → "brien", as ``query_terms``), short and stop pieces left out, Porter-stemmed."""
+    return list(dict.fromkeys(ANALYZER.stem(t) for t in query_terms(" ".join(terms))))
+
+
 def _strip_diacritics(word: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
 
@@ -95,7 +107,11 @@ class MemoryIndex:
     def rarity(self, word: str) -> float:
         """How much a word says about a passage: ln(1 + N / df) over this corpus's passages, always positive;
         0 for a word no passage holds (nothing this corpus returns can carry it)."""
-        posting = self.postings.get(self.analyzer.stem(word.lower()))
+        return self.stem_rarity(self.analyzer.stem(word.lower()))
+
+    def stem_rarity(self, stem: str) -> float:
+        """``rarity`` of an already analysed word (a key of ``postings``; Porter stemming is not idempotent)."""
+        posting = self.postings.get(stem)
         return math.log(1 + len(self.hits) / len(posting.rows)) if posting is not None else 0.0
 
     def search(self, query: str, k: int) -> list[ChunkHit]:
@@ -116,7 +132,8 @@ class MemoryIndex:
 
 @dataclass
 class _Entry:
-    index: MemoryIndex
+    index: MemoryIndex | None
+    """None: the corpus is empty or over the size limit, and FTS5 answers it."""
     token: tuple[int, int]
     checked: float
 
@@ -130,26 +147,30 @@ class MemoryIndexes:
         self._entries: dict[str, _Entry] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def invalidate(self, corpus: str) -> None:
-        self._entries.pop(corpus, None)
+    def _fresh(self, corpus: str) -> _Entry | None:
+        entry = self._entries.get(corpus)
+        return entry if entry is not None and time.monotonic() - entry.checked < RECHECK_SECONDS else None
 
     async def get(self, corpus: str) -> MemoryIndex | None:
-        """The corpus's index, or None when the corpus is larger than ``max_chunks`` (FTS5 then answers)."""
-        entry = self._entries.get(corpus)
-        now = time.monotonic()
-        if entry is not None and now - entry.checked < RECHECK_SECONDS:
+        """The corpus's index, or None when the corpus is empty or larger than ``max_chunks`` (FTS5 then
+        answers). Concurrent callers share one freshness check (and at most one build)."""
+        entry = self._fresh(corpus)
+        if entry is not None:
             return entry.index
         async with self._locks.setdefault(corpus, asyncio.Lock()):
+            entry = self._fresh(corpus)  # another caller may have checked while this one waited for the lock
+            if entry is not None:
+                return entry.index
             entry = self._entries.get(corpus)
             async with self.sessionmaker() as session:
                 token = await _token(session, corpus)
                 if entry is not None and entry.token == token:
                     entry.checked = time.monotonic()
                     return entry.index
-                if token[0] > self.max_chunks or token[0] == 0:
-                    return None
-                hits = await _all_chunks(session, corpus)
-            index = await asyncio.to_thread(MemoryIndex, hits)
+                hits = None
+                if 0 < token[0] <= self.max_chunks:
+                    hits = await _all_chunks(session, corpus)
+            index = await asyncio.to_thread(MemoryIndex, hits) if hits is not None else None
             self._entries[corpus] = _Entry(index=index, token=token, checked=time.monotonic())
             return index
 

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity.fetch.cache import CachedFetcher
 from veracity.fetch.types import FetchPolicy
 from veracity.graph.context import HitRanker, PageSource, SearchProvider
+from veracity.search.local import LocalSearch
 from veracity.settings import FetchSettings, SearchSettings, Settings
 
 
@@ -27,6 +28,11 @@ def fetch_policy(settings: FetchSettings) -> FetchPolicy:
         max_bytes=settings.max_bytes,
         allow_private=settings.allow_private,
     )
+
+
+def local_search(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]) -> LocalSearch:
+    """BM25 over the local corpora, through the in-memory index up to the settings' size limit."""
+    return LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks)
 
 
 def web_search(settings: SearchSettings) -> SearchProvider:

@@ -20,8 +20,7 @@ from veracity.domain import BranchStat, Evidence, Subtask
 from veracity.errors import VeracityError
 from veracity.graph.context import Context, SearchHit
 from veracity.graph.state import RetrieveTask
-from veracity.search.evidence import dedupe_near_identical, extract_evidence, keep_focused
-from veracity.text import content_terms
+from veracity.search.evidence import dedupe_near_identical, extract_evidence
 
 logger = logging.getLogger(__name__)
 
@@ -106,9 +105,6 @@ async def _search_and_read(
     ctx: Context, task: RetrieveTask, subtask: Subtask, stat: BranchStat, sources: list[dict[str, Any]]
 ) -> list[Evidence]:
     found: list[Evidence] = []
-    measure = getattr(ctx.search, "term_weights", None)  # a local corpus can say how rare each word is
-    focus = subtask.focus_terms or content_terms(subtask.question)
-    weights = await measure(terms=focus, corpus=task["corpus"]) if measure is not None else None
     for query in subtask.queries:
         hits = await ctx.search.search(query=query, corpus=task["corpus"], k=ctx.limits.search_k)
         stat.queries += 1
@@ -134,9 +130,10 @@ async def _search_and_read(
                     subtask_id=subtask.id,
                     corpus=task["corpus"],
                     fetched_at=fetched_at,
+                    weights=ctx.focus_weights,
                 )
             )
-    return keep_focused(found, weights)
+    return found
 
 
 async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, Any]:
