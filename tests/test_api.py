@@ -306,7 +306,8 @@ async def test_a_second_process_leaves_a_live_processs_runs_alone_and_sweeps_a_d
 ) -> None:
     """Two processes on one database: starting one must not fail the runs another is executing (their lease is
     fresh); a run whose process stops renewing it is marked interrupted by the sweep once its lease lapses."""
-    await _unfinished_run(small_db_url, "b" * 32, renewed_seconds_ago=0)
+    # Renewed "3 s from now": fresh at start-up with a margin however slowly the app starts under load.
+    await _unfinished_run(small_db_url, "b" * 32, renewed_seconds_ago=-3)
     # Events 150 ms apart: this process's own run outlives the 1.5 s lease several times over while sweeps run.
     client = await client_for(make_settings(small_db_url, run_lease_seconds=1.5, event_delay_ms=150))
     first = (await client.get(f"/v1/research/{'b' * 32}/versions")).json()
@@ -317,8 +318,8 @@ async def test_a_second_process_leaves_a_live_processs_runs_alone_and_sweeps_a_d
         "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
     )
     own = response.headers["location"].rsplit("/", 1)[1]
-    # Nobody renews run b: the sweep (every lease) marks it within a few leases, bounded here.
-    for _ in range(40):
+    # Nobody renews run b: once its lease lapses (~4.5 s) the sweep (every lease) marks it, bounded here.
+    for _ in range(80):
         if (await client.get(f"/v1/research/{'b' * 32}/versions")).json()["status"] == "failed":
             break
         await asyncio.sleep(0.25)
@@ -328,6 +329,63 @@ async def test_a_second_process_leaves_a_live_processs_runs_alone_and_sweeps_a_d
     own_events = await _events(client, own)
     assert own_events[-1].event == "complete" and "error" not in [e.event for e in own_events]
     assert json.loads(own_events[-1].data)["outcome"] == "shipped"
+
+
+async def _renewed_at(service: Any, run_id: str) -> Any:
+    from veracity.db import runs_repo
+
+    async with service.sessionmaker() as session:
+        run = await runs_repo.get_run(session=session, run_id=run_id)
+        assert run is not None
+        return run.status, run.updated_at
+
+
+async def test_keep_leases_renews_this_processs_runs_and_another_process_sweeps_them_once_renewals_stop(
+    client_for, small_db_url
+) -> None:
+    """A long run that emits nothing for longer than a lease: its lease is kept by ``keep_leases`` alone (not by
+    events). A second process on the same database leaves it alone while it is renewed, and marks it interrupted
+    once the first process stops renewing (as when it dies)."""
+    lease = 2.0
+    first = await client_for(make_settings(small_db_url, run_lease_seconds=lease))
+    service = first.app.state.service
+    run_id = "c" * 32
+    await _unfinished_run(small_db_url, run_id, renewed_seconds_ago=0)
+    silent = asyncio.create_task(asyncio.sleep(3600))  # this process executes run c, silently
+    service._tasks[run_id] = silent
+    try:
+        _, created = await _renewed_at(service, run_id)
+        renewed = created
+        for _ in range(40):  # a renewal every third of a lease
+            await asyncio.sleep(0.25)
+            status, renewed = await _renewed_at(service, run_id)
+            if renewed > created:
+                break
+        assert renewed > created, "keep_leases did not renew this process's running run"
+
+        second = await client_for(make_settings(small_db_url, run_lease_seconds=lease))
+        other = second.app.state.service
+        # Longer than a whole lease after the row was written: only the renewals keep it fresh.
+        deadline = asyncio.get_running_loop().time() + lease * 1.5
+        while asyncio.get_running_loop().time() < deadline:
+            assert await other.recover_interrupted() == []
+            await asyncio.sleep(0.25)
+        status, latest = await _renewed_at(service, run_id)
+        assert status == "pending" and latest > renewed
+
+        await service.stop_upkeep()  # the first process stops renewing (its task is still "running" there)
+        swept: list[str] = []
+        for _ in range(60):
+            swept = await other.recover_interrupted()
+            if swept:
+                break
+            await asyncio.sleep(0.25)
+        assert swept == [run_id]
+        _, events = await collect(second, "GET", f"/v1/research/{run_id}/events")
+        assert [e.event for e in events] == ["error"]
+    finally:
+        service._tasks.pop(run_id, None)
+        silent.cancel()
 
 
 async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:

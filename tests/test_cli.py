@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import sqlite_url, write_jsonl
 
@@ -89,3 +92,29 @@ def test_cli_bad_input_goes_to_stderr_with_nonzero_exit(tmp_path: Path) -> None:
     assert out.returncode == 2 and "Corpus names are 1-64 letters" in out.stderr
     out = run(["search", "x", "--corpus", "nope"], db)
     assert out.returncode == 2 and "Unknown corpus 'nope'" in out.stderr
+
+
+def test_ask_failing_on_a_loop_abort_says_why_on_stderr(
+    small_db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A template whose gate rejects every draft: the run ends with ``store_artifact_loop_abort``, and the CLI's
+    failure message (like the plain progress line) carries the detail, not the bare code."""
+    from conftest import make_settings
+    from veracity import cli
+    from veracity.specs.registry import SpecRegistry
+
+    spec = SpecRegistry.load().get("support_answer")
+    strict = SpecRegistry(
+        {"support_answer": spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 5000})})}
+    )
+    monkeypatch.setattr(SpecRegistry, "load", classmethod(lambda cls, *folders: strict))
+    monkeypatch.setattr(cli, "get_settings", lambda: make_settings(small_db_url))
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", root.level)  # main() raises the root level; give it back afterwards
+    question = "Can I get a refund for my subscription if 10 days have passed since payment?"
+    code = cli.main(["ask", question, "--template", "support_answer", "--progress", "plain"])
+    out = capsys.readouterr()
+    assert code == 1 and out.out == ""
+    detail = "The pre-persistence gate rejected 3 reports in a row (last: report prose"
+    assert f"veracity: store_artifact_loop_abort: {detail}" in out.err
+    assert f'error message=store_artifact_loop_abort detail="{detail}' in out.err

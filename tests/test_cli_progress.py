@@ -14,12 +14,15 @@ import json
 import os
 import pty
 import re
+import select
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import termios
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -46,19 +49,43 @@ def piped(args: list[str], url: str, **extra: str) -> subprocess.CompletedProces
 
 
 def in_terminal(
-    args: list[str], url: str, *, interrupt_when: str | None = None, size: tuple[int, int] = (40, 160), **extra: str
+    args: list[str],
+    url: str,
+    *,
+    interrupt_when: str | None = None,
+    size: tuple[int, int] = (40, 160),
+    timeout: float = 120.0,
+    **extra: str,
 ) -> tuple[int, str, str]:
-    """(exit code, stdout, everything written to the terminal); stderr is a pty of ``size`` (rows, columns)."""
+    """(exit code, stdout, everything written to the terminal); stderr is a pty of ``size`` (rows, columns).
+
+    The terminal is read with ``select`` under one overall deadline (the child is killed when it passes) and
+    stdout is drained by a thread meanwhile, so a child that fills either never hangs the test."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     env = _env(url, **{"TERM": "xterm", **extra})
+    deadline = time.monotonic() + timeout
     with subprocess.Popen(
         [VERACITY, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave
     ) as proc:
         os.close(slave)
+        assert proc.stdout is not None
+        stdout = proc.stdout
+        out_chunks: list[bytes] = []
+        drain = threading.Thread(target=lambda: out_chunks.append(stdout.read()), daemon=True)
+        drain.start()
         raw = b""
         interrupted = False
+        timed_out = False
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                proc.kill()
+                break
+            ready, _, _ = select.select([master], [], [], min(left, 1.0))
+            if not ready:
+                continue
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: the child closed the terminal
@@ -69,13 +96,13 @@ def in_terminal(
             if interrupt_when and not interrupted and interrupt_when.encode() in raw:
                 proc.send_signal(signal.SIGINT)
                 interrupted = True
-        assert proc.stdout is not None
-        out = proc.stdout.read().decode()
-        code = proc.wait(timeout=120)
+        code = proc.wait(timeout=max(deadline - time.monotonic(), 5.0))
+        drain.join(timeout=10)
     os.close(master)
+    assert not timed_out, f"killed after {timeout:.0f} s: {raw!r}"
     if interrupt_when:
         assert interrupted, f"never saw {interrupt_when!r}: {raw!r}"
-    return code, out, raw.decode()
+    return code, b"".join(out_chunks).decode(), raw.decode()
 
 
 def screen(raw: str) -> list[str]:
@@ -152,7 +179,8 @@ def test_ask_in_a_terminal_draws_a_bar_over_the_stages_and_ends_on_the_outcome(s
     assert re.search(r"^ask 100%\|.*\| 11/11 stages \[", final), final
     assert "complete: shipped" in final and "draft 1" in final and "verdict ok" in final
     assert re.search(r"branches (\d+)/\1, queries \d+, pages \d+, evidences [1-9]", final), final
-    assert "stages [00:00] retrieving, branches 0/" in raw  # the description followed the run on its way
+    # The description followed the run on its way (whatever the elapsed time was by then).
+    assert re.search(r"stages \[\d{2}:\d{2}\] retrieving, branches 0/", raw), raw
     assert raw.endswith("\n")
 
 
@@ -233,6 +261,25 @@ def test_error_and_gate_rejection_events_are_lines_that_stay() -> None:
         "[  1] run_started template=t corpus=c",
         '[  2] gate_rejected outcome=shipped rejection=1 problems="a [placeholder] left"',
         '[  3] error message="the run failed: boom"',
+    ]
+
+
+def test_a_loop_abort_shows_its_detail_not_just_its_code() -> None:
+    detail = "The pre-persistence gate rejected 3 reports in a row (last: report prose is 90 characters)."
+    event = (4, "error", {"message": "store_artifact_loop_abort", "detail": detail})
+    stream = io.StringIO()
+    with AskProgress("bar", stream=stream, environ={"NO_COLOR": "1"}) as progress:
+        progress.started("r1")
+        progress.event(*event)
+    shown = screen(stream.getvalue())
+    assert shown[1] == f"run failed: store_artifact_loop_abort: {detail}"
+    assert progress.failure == f"store_artifact_loop_abort: {detail}"  # what the CLI's failure message says
+
+    stream = io.StringIO()
+    with AskProgress("plain", stream=stream) as progress:
+        progress.event(*event)
+    assert stream.getvalue().splitlines() == [
+        f"[  4] error message=store_artifact_loop_abort detail={json.dumps(detail)}"
     ]
 
 

@@ -32,7 +32,7 @@ from veracity.guards.judge import Judgement, Source
 from veracity.guards.reviewer import parse_verdict
 from veracity.guards.status import confidence, section_status, with_status
 from veracity.guards.supervisor import supervisor_violations
-from veracity.runs.gate import check, missing_required
+from veracity.runs.gate import check, missing_required, supported_shortfall
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
 
@@ -510,6 +510,22 @@ def test_gate_required_section_empty() -> None:
     problems = check(report({"summary": [SUMMARY_TEXT, PROVISION_TEXT]}), LEGAL)
     assert [p.check for p in problems] == ["required_section_missing"]
     assert problems[0].detail == "required sections empty: provisions"
+
+
+def test_gate_qa_policy_counts_supported_required_sections() -> None:
+    """One rule for the gate and the decide node: required sections whose status is supported, against
+    ``min_supported_required`` (never more than there are required sections)."""
+    strict = LEGAL.model_copy(update={"qa_policy": LEGAL.qa_policy.model_copy(update={"min_supported_required": 2})})
+    assert supported_shortfall(strict, {"summary", "provisions"}) is None
+    assert supported_shortfall(strict, {"summary", "application"}) == (1, 2)  # application is not required
+    every = LEGAL.model_copy(update={"qa_policy": LEGAL.qa_policy.model_copy(update={"min_supported_required": 9})})
+    assert supported_shortfall(every, {"summary"}) == (1, 2)
+    thin = report({"summary": [SUMMARY_TEXT], "provisions": [PROVISION_TEXT]})
+    thin.sections[1].status = "thin_evidence"
+    assert check(thin, LEGAL) == []
+    problems = check(thin, strict)
+    assert [p.check for p in problems] == ["qa_policy"]
+    assert problems[0].detail == "1 required section(s) supported; the qa policy needs 2"
 
 
 def test_gate_fallback_report_is_not_held_to_the_directives() -> None:

@@ -50,24 +50,11 @@ class _Runtime:
         await self.engine.dispose()
 
     def service(self) -> Any:
-        from veracity.graph.builder import build_graph
         from veracity.models.providers import build_models
         from veracity.runs.service import RunService
-        from veracity.search.local import LocalSearch
-        from veracity.search.providers import hit_ranker, web_retrieval
-        from veracity.specs.registry import SpecRegistry
 
-        models = self.models = build_models(self.settings)
-        self._service = RunService(
-            sessionmaker=self.sessionmaker,
-            registry=SpecRegistry.load(),
-            settings=self.settings,
-            graph=build_graph(),
-            search=LocalSearch(self.sessionmaker, memory_max_chunks=self.settings.search.memory_index_max_chunks),
-            web=web_retrieval(self.settings, self.sessionmaker),
-            ranker=hit_ranker(self.settings),
-            providers=models.providers,
-        )
+        self.models = build_models(self.settings)
+        self._service = RunService.from_settings(self.settings, self.sessionmaker, self.models)
         return self._service
 
 
@@ -143,7 +130,7 @@ def _search_hits(hits: Sequence[Any]) -> list[dict[str, Any]]:
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.db.corpus_repo import corpus_counts
-    from veracity.search.local import LocalSearch
+    from veracity.search.providers import local_search
 
     if args.query is None and args.queries is None:
         raise BadInput("give a QUERY or --queries FILE.jsonl")
@@ -156,7 +143,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                 )
 
             # The same search a run uses (the in-memory index, or FTS5 / full text for very large corpora).
-            local = LocalSearch(rt.sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks)
+            local = local_search(settings, rt.sessionmaker)
 
             async def run(query: str) -> list[dict[str, Any]]:
                 # Over-fetch passages so that k distinct documents survive the per-document collapse.
@@ -203,7 +190,8 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
             run = await runs_repo.get_run(session=session, run_id=run_id)
             artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
     if artifact is None:
-        _err(run.error if run is not None and run.error else "the run produced no report")
+        # The error event says what happened (a loop abort's detail, not just its code); the run row, the code.
+        _err(progress.failure or (run.error if run is not None and run.error else "the run produced no report"))
         return EXIT_FAILED
     if args.json:
         print(json.dumps(artifact.report))

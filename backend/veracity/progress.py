@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, TextIO, cast
 
 from veracity.runs.events import PIPELINE_EVENTS
 
@@ -166,6 +166,32 @@ def _ending(exc: BaseException | None) -> str | None:
     return f"failed ({type(exc).__name__})"
 
 
+class _Progress:
+    """What ``AskProgress`` and ``IngestProgress`` share: used as a context manager, the display is always closed
+    on its final frame, which says ``interrupted`` / ``failed (…)`` when the work did not end normally (a plain
+    line too in plain mode, once there was anything to end)."""
+
+    display: Display
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        ending = _ending(exc)
+        if ending is not None and self.display.mode == "plain" and self.begun():
+            self.display.line(ending)
+        self.display.close(self.description(ending))
+
+    def begun(self) -> bool:
+        """Whether a plain line for an interruption would end anything."""
+        return True
+
+    def description(self, ending: str | None = None) -> str:
+        raise NotImplementedError
+
+
 # ---- veracity ask ---------------------------------------------------------------------------------------
 
 # The bar's description leads with where the run is (``complete`` and ``error`` are handled apart).
@@ -187,7 +213,15 @@ _STAGES = {
 }
 
 
-class AskProgress:
+def run_failure(payload: Mapping[str, Any]) -> str:
+    """What an ``error`` event says: its message (a stable code or a sentence), then the ``detail`` a reader needs
+    to understand it when there is one (``store_artifact_loop_abort: The pre-persistence gate rejected …``)."""
+    message = str(payload.get("message") or "")
+    detail = payload.get("detail")
+    return f"{message}: {detail}" if detail else message
+
+
+class AskProgress(_Progress):
     """Follows a run's events: a bar over the pipeline's stages, or one plain line per event.
 
     Plain lines are ``[SEQ] EVENT`` (then ``SUBTASK STATUS`` for branch events), then ``key=value`` fields:
@@ -209,18 +243,9 @@ class AskProgress:
         self.decision: str | None = None
         self.outcome: str | None = None
         self.failed = False
+        self.failure: str | None = None
+        """The run's ``error`` event as one sentence (``run_failure``), once seen."""
         self.model_calls = 0
-
-    def __enter__(self) -> AskProgress:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        ending = _ending(exc)
-        if ending is not None and self.display.mode == "plain":
-            self.display.line(ending)
-        self.display.close(self.description(ending))
 
     def started(self, run_id: str) -> None:
         """The run's ID on a line of its own (to open it in the browser later), then the bar."""
@@ -312,7 +337,8 @@ class AskProgress:
             self.position = self.total
         elif name == "error":
             self.failed = True
-            notes.append((f"run failed: {p.get('message', '')}", True))
+            self.failure = run_failure(p)
+            notes.append((f"run failed: {self.failure}", True))
         return notes
 
     @staticmethod
@@ -372,7 +398,7 @@ class AskProgress:
         elif name == "complete":
             fields = [("outcome", p.get("outcome"))]
         elif name == "error":
-            fields = [("message", p.get("message"))]
+            fields = [("message", p.get("message")), ("detail", p.get("detail"))]
         rest = " ".join(field(k, v) for k, v in fields if v is not None)
         return f"{head} {rest}" if rest else head
 
@@ -380,7 +406,7 @@ class AskProgress:
 # ---- veracity ingest ------------------------------------------------------------------------------------
 
 
-class IngestProgress:
+class IngestProgress(_Progress):
     """A ``veracity.corpus.ingest.IngestListener``: a bar over the files found, or one plain line per file.
 
     Plain lines are ``[I/N] PATH: K document(s)``, or ``[I/N] PATH: failed: MESSAGE`` for a file that could not
@@ -397,16 +423,8 @@ class IngestProgress:
         self.current = ""
         self.counts: dict[str, int] = {"added": 0, "updated": 0, "unchanged": 0, "failed": 0}
 
-    def __enter__(self) -> IngestProgress:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        ending = _ending(exc)
-        if ending is not None and self.display.mode == "plain" and self.total:
-            self.display.line(ending)
-        self.display.close(self.description(ending))
+    def begun(self) -> bool:
+        return self.total > 0
 
     def description(self, ending: str | None = None) -> str:
         counts = ", ".join(f"{k} {v}" for k, v in self.counts.items())

@@ -1,7 +1,8 @@
 // The run page's only script of its own (htmx and its SSE extension do the streaming).
 // 1. Late or repeated messages change nothing: each SSE message carries its event's seq as its id; a message of
-//    a kind (timeline, topology, status, …) at or below the last seq applied for that kind is dropped before htmx
-//    swaps it, so a replayed stretch after a reconnect can neither double a timeline row nor move a node back.
+//    a kind (timeline, topology, status, …) at or below the last seq applied for that kind — at first, the seq the
+//    page was rendered at (#run's data-seq) — is dropped before htmx swaps it, so a replayed stretch after a
+//    reconnect can neither double a timeline row nor move a node back.
 // 2. Resume where the page is: the stream URL's ?after= follows the last seq applied, so when the SSE extension
 //    opens a fresh EventSource after an error it asks for what came next (the browser's own reconnect sends
 //    Last-Event-ID, which the server prefers).
@@ -9,28 +10,25 @@
 (() => {
   "use strict";
   const applied = {};
-  const run = () => document.getElementById("run");
 
   document.addEventListener("htmx:sseBeforeMessage", (evt) => {
     const msg = evt.detail;
     const seq = Number.parseInt(msg && msg.lastEventId, 10);
-    if (!Number.isFinite(seq)) return;
+    const run = document.getElementById("run");
+    if (!Number.isFinite(seq) || !run) return;
     const kind = msg.type || "message";
-    const el0 = run();
-    const floor = applied[kind] !== undefined ? applied[kind] : Number.parseInt((el0 && el0.dataset.initialSeq) || "0", 10);
+    const floor = applied[kind] !== undefined ? applied[kind] : Number.parseInt(run.dataset.seq || "0", 10);
     if (seq <= floor) {
       evt.preventDefault();
       return;
     }
     applied[kind] = seq;
-    const el = run();
-    if (el && el.hasAttribute("sse-connect")) {
-      const last = Number.parseInt(el.dataset.lastSeq || "0", 10);
-      if (seq > last) {
-        el.dataset.lastSeq = String(seq);
-        const url = new URL(el.getAttribute("sse-connect"), window.location.href);
+    const stream = run.getAttribute("sse-connect");
+    if (stream) {
+      const url = new URL(stream, window.location.href);
+      if (seq > Number.parseInt(url.searchParams.get("after") || "0", 10)) {
         url.searchParams.set("after", String(seq));
-        el.setAttribute("sse-connect", url.pathname + url.search);
+        run.setAttribute("sse-connect", url.pathname + url.search);
       }
     }
   });

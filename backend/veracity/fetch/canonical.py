@@ -22,11 +22,23 @@ class BadUrl(ValueError):
     """Not an absolute http(s) URL."""
 
 
+def link_url(url: str | None) -> str | None:
+    """``url`` stripped when it is an absolute http(s) URL with a host, else None. A source's URL comes from a
+    fetched page or an ingested file: ``javascript:``, ``data:`` or ``file:`` there is shown as text, never
+    made a link (the run page, the Markdown export) or fetched."""
+    raw = (url or "").strip()
+    try:
+        parts = urlsplit(raw)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        return None
+    return raw if ok else None
+
+
 def canonical_url(url: str) -> str:
     """The canonical spelling of ``url``. Raises BadUrl for anything that is not an absolute http(s) URL."""
     raw = (url or "").strip()
-    parts = urlsplit(raw)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    if link_url(raw) is None:
         raise BadUrl(f"not an absolute http(s) URL: {raw[:200]}")
     try:
         normal = normalize_url(raw, strict=False, trailing_slash=True)

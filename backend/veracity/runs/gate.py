@@ -32,6 +32,16 @@ def missing_required(spec: Spec, written: set[str]) -> list[str]:
     return [s.id for s in spec.sections if s.required and s.min_evidence > 0 and s.id not in written]
 
 
+def supported_shortfall(spec: Spec, supported: set[str]) -> tuple[int, int] | None:
+    """The qa policy's ``min_supported_required``: ``(supported, needed)`` when fewer required sections are
+    among ``supported`` (the ids of sections whose status is supported) than the policy needs (at most every
+    required section), else None. The decide node applies the same rule as this gate."""
+    required = [s.id for s in spec.sections if s.required]
+    have = sum(1 for section_id in required if section_id in supported)
+    needed = min(spec.qa_policy.min_supported_required, len(required))
+    return (have, needed) if have < needed else None
+
+
 def check(report: Report, spec: Spec) -> list[Violation]:
     """What stops this report from being stored (empty when it may be written). Each problem names the claim
     it found, so a redraft can drop exactly that sentence."""
@@ -72,9 +82,9 @@ def check(report: Report, spec: Spec) -> list[Violation]:
         missing = missing_required(spec, {s.id for s in report.sections if s.claims})
         if missing:
             problems.append(_problem("required_section_missing", f"required sections empty: {', '.join(missing)}"))
-        supported = sum(1 for s in report.sections if s.required and s.status == "supported")
-        needed = min(spec.qa_policy.min_supported_required, sum(1 for s in spec.sections if s.required))
-        if supported < needed:
+        shortfall = supported_shortfall(spec, {s.id for s in report.sections if s.status == "supported"})
+        if shortfall is not None:
+            supported, needed = shortfall
             problems.append(
                 _problem("qa_policy", f"{supported} required section(s) supported; the qa policy needs {needed}")
             )

@@ -7,6 +7,7 @@ from typing import Any
 
 from veracity.checks import anchored
 from veracity.domain import Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
+from veracity.fetch.canonical import link_url
 from veracity.specs.models import Spec
 
 
@@ -94,6 +95,12 @@ def reference_numbers(report: Report) -> dict[str, int]:
     return numbers
 
 
+def references(report: Report) -> list[tuple[int, ReportEvidence]]:
+    """The report's evidence as numbered references, in number order (see ``reference_numbers``)."""
+    by_id = {ev.id: ev for ev in report.evidence}
+    return [(n, by_id[eid]) for eid, n in reference_numbers(report).items()]
+
+
 def _markers(evidence_ids: list[str], numbers: dict[str, int]) -> str:
     return "".join(f"[{numbers[eid]}]" if eid in numbers else f"[{eid}: not in the report]" for eid in evidence_ids)
 
@@ -113,7 +120,6 @@ def render_markdown(report: Report, *, version: int | None = None, permalink: st
     """The report as Markdown: each claim ends with its numbered references ``[1]``; the References list gives each
     one's exact quote, its source (linked when it has a URL) and where in the source it stands."""
     numbers = reference_numbers(report)
-    by_id = {ev.id: ev for ev in report.evidence}
     meta = [f"*Template:* {report.template}", f"*Outcome:* {report.outcome}", f"*Run:* `{report.run_id}`"]
     if version is not None:
         meta.append(f"*Version:* {version}")
@@ -137,16 +143,15 @@ def render_markdown(report: Report, *, version: int | None = None, permalink: st
         lines += ["", f"*{_md_inline(report.disclaimer)}*"]
     if numbers:
         lines += ["", "## References", ""]
-        for eid, n in sorted(numbers.items(), key=lambda item: item[1]):
-            ev = by_id[eid]
+        for n, ev in references(report):
             title = _md_inline(ev.title or ev.doc_id)
-            url = (ev.url or "").strip()
-            if url.lower().startswith(("http://", "https://")):
+            url = link_url(ev.url)
+            if url:
                 source = f"[{title}]({_md_url(url)})"
             else:  # no link, or one that is not http(s) (javascript:, data:, file:): shown as text, never linked
-                source = f"{title} ({_md_inline(url or ev.doc_id)})"
+                source = f"{title} ({_md_inline(ev.url or ev.doc_id)})"
             when = f", published {ev.published}" if ev.published else ""
-            lines.append(f"{n}. “{_md_inline(ev.quote)}” — {source}, characters {ev.start}–{ev.end}{when} `{eid}`")
+            lines.append(f"{n}. “{_md_inline(ev.quote)}” — {source}, characters {ev.start}–{ev.end}{when} `{ev.id}`")
     return "\n".join(lines) + "\n"
 
 
@@ -154,13 +159,9 @@ def export_json(report: Report, *, version: int, permalink: str) -> dict[str, An
     """The report with its anchors resolved: each claim lists its reference numbers next to the evidence ids, and
     ``references`` holds, per number, the quote, its source, its offsets and the text around it."""
     numbers = reference_numbers(report)
-    by_id = {ev.id: ev for ev in report.evidence}
     data = report.model_dump(mode="json", exclude={"evidence"})
     for section in data["sections"]:
         for claim in section["claims"]:
             claim["references"] = [numbers[eid] for eid in claim["evidence_ids"] if eid in numbers]
-    references = []
-    for eid, n in sorted(numbers.items(), key=lambda item: item[1]):
-        ev = by_id[eid]
-        references.append({"number": n, **ev.model_dump(mode="json")})
-    return {"format": "veracity-report/1", "version": version, "permalink": permalink, **data, "references": references}
+    refs = [{"number": n, **ev.model_dump(mode="json")} for n, ev in references(report)]
+    return {"format": "veracity-report/1", "version": version, "permalink": permalink, **data, "references": refs}

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
 from sqlalchemy.exc import SQLAlchemyError
@@ -24,7 +24,7 @@ from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import WEB_SOURCE, Report
 from veracity.errors import BadInput, NotFound
-from veracity.graph.builder import build_redraft_graph
+from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.context import Context, HitRanker, Planner, RetrievalCoordinator, SearchProvider
 from veracity.guards.judge import GroundingJudge, make_judge
 from veracity.models.usage import UsageMeter, current_listener, current_meter
@@ -33,10 +33,13 @@ from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.floor import floor_report, routed_report
 from veracity.runs.notifier import RunNotifier
 from veracity.runs.report import render_markdown, shipped_report
-from veracity.search.providers import WebRetrieval
+from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.settings import Settings
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
+
+if TYPE_CHECKING:
+    from veracity.models.providers import ModelSet
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +102,30 @@ class RunService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._upkeep: asyncio.Task[None] | None = None
         """Renews the leases of this process's runs (and sweeps for dead ones) while any process runs here."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        models: ModelSet | None = None,
+        *,
+        registry: SpecRegistry | None = None,
+        graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    ) -> RunService:
+        """The service a process runs (the server, the CLI): the bundled templates, the research graph, local
+        search through the in-memory index, the open web, the settings' ranker, and ``models``' providers (the
+        offline ones without)."""
+        return cls(
+            sessionmaker=sessionmaker,
+            registry=registry if registry is not None else SpecRegistry.load(),
+            settings=settings,
+            graph=graph if graph is not None else build_graph(),
+            search=local_search(settings, sessionmaker),
+            web=web_retrieval(settings, sessionmaker),
+            ranker=hit_ranker(settings),
+            providers=models.providers if models is not None else None,
+        )
 
     # ---- validation -------------------------------------------------------------------------------
     async def validate(self, *, question: str, template: str, corpus: str | None) -> tuple[str, Spec, str]:
@@ -163,8 +190,9 @@ class RunService:
         """Runs left pending/running by a process that died get an ``error`` event and status failed.
 
         A run is another process's, alive, while its lease is fresh: every process renews the runs it executes
-        every third of ``run_lease_seconds`` (and with every event). Only runs not renewed for a whole lease are
-        taken as interrupted, so starting a second process on the same database never fails the first's runs."""
+        every third of ``run_lease_seconds`` (``keep_leases``, which every ``start`` starts). Only runs not
+        renewed for a whole lease are taken as interrupted, so starting a second process on the same database
+        never fails the first's runs."""
         cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.limits.run_lease_seconds)
         async with self.sessionmaker() as session:
             unfinished = await runs_repo.unfinished_runs(session=session, stale_before=cutoff)
@@ -208,11 +236,12 @@ class RunService:
 
     # ---- events -----------------------------------------------------------------------------------
     async def emit(self, run_id: str, name: str, payload: dict[str, Any]) -> None:
+        """Persist one event, then wake its readers. The run's lease is not touched here: ``keep_leases`` renews
+        it (every run is begun by ``start``, which starts that upkeep), so the hot path pays one INSERT only."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.append_event(session=session, run_id=run_id, name=name, payload=payload)
-                await runs_repo.renew_lease(session=session, run_ids=[run_id])
         await self.notifier.notify(run_id)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)

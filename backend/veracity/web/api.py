@@ -13,10 +13,11 @@ from sse_starlette import EventSourceResponse
 from veracity import messages
 from veracity.compose.base import MalformedOutput, ModelError
 from veracity.db import corpus_repo, runs_repo
-from veracity.errors import NotFound, PipelineError
+from veracity.errors import PipelineError
 from veracity.guards.io import VerifyItem, verify_items
-from veracity.runs.service import check_run_id, parse_last_event_id
+from veracity.runs.service import parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep
+from veracity.web.lookup import run_or_404
 from veracity.web.sse import json_stream
 
 router = APIRouter()
@@ -37,14 +38,6 @@ async def research_stream(body: ResearchRequest, service: ServiceDep, settings: 
     )
 
 
-async def _run_or_404(session: Any, run_id: str) -> Any:
-    check_run_id(run_id)
-    run = await runs_repo.get_run(session=session, run_id=run_id)
-    if run is None:
-        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-    return run
-
-
 @router.get("/v1/research/{run_id}/events", summary="Replay a run's stored events, then follow it live (SSE)")
 async def research_events(
     run_id: str,
@@ -54,7 +47,7 @@ async def research_events(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
     cursor = parse_last_event_id(last_event_id)
-    await _run_or_404(session, run_id)
+    await run_or_404(session, run_id)
     await session.close()
     return EventSourceResponse(json_stream(service.tail(run_id, cursor)), ping=settings.limits.sse_ping_seconds)
 
@@ -72,7 +65,7 @@ def _artifact_json(run: Any, artifact: Any) -> dict[str, Any]:
 
 @router.get("/v1/research/{run_id}", summary="The latest artifact version of a run")
 async def research_get(run_id: str, session: SessionDep) -> JSONResponse:
-    run = await _run_or_404(session, run_id)
+    run = await run_or_404(session, run_id)
     artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
     if artifact is None:
         message = run.error or messages.NO_ARTIFACT.format(run_id=run_id, status=run.status)
@@ -84,7 +77,7 @@ async def research_get(run_id: str, session: SessionDep) -> JSONResponse:
 
 @router.get("/v1/research/{run_id}/versions", summary="Every artifact version of a run")
 async def research_versions(run_id: str, session: SessionDep) -> dict[str, Any]:
-    run = await _run_or_404(session, run_id)
+    run = await run_or_404(session, run_id)
     versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
     return {
         "run_id": run.id,
@@ -98,7 +91,7 @@ async def research_versions(run_id: str, session: SessionDep) -> dict[str, Any]:
 
 @router.get("/v1/research/{run_id}/audit", summary="The audit trail of a run")
 async def research_audit(run_id: str, session: SessionDep) -> dict[str, Any]:
-    run = await _run_or_404(session, run_id)
+    run = await run_or_404(session, run_id)
     entries = await runs_repo.audit_trail(session=session, run_id=run_id)
     return {
         "run_id": run.id,

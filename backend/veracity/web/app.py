@@ -19,18 +19,15 @@ from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.errors import VeracityError
-from veracity.fetch.canonical import host_of
+from veracity.fetch.canonical import host_of, link_url
 from veracity.graph.builder import build_graph
 from veracity.models.providers import build_models
 from veracity.runs.service import RunService
-from veracity.search.local import LocalSearch
-from veracity.search.providers import hit_ranker, web_retrieval
 from veracity.settings import REPO_ROOT, Settings, get_settings
-from veracity.specs.registry import SpecRegistry
 from veracity.web import api, pages
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
-from veracity.web.view import age, report_reference_numbers, safe_url
+from veracity.web.view import age, report_reference_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +54,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
         graph = build_graph()
         models = build_models(settings)
-        service = RunService(
-            sessionmaker=sessionmaker,
-            registry=SpecRegistry.load(),
-            settings=settings,
-            graph=graph,
-            search=LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks),
-            web=web_retrieval(settings, sessionmaker),
-            ranker=hit_ranker(settings),
-            providers=models.providers,
-        )
+        service = RunService.from_settings(settings, sessionmaker, models, graph=graph)
         interrupted = await service.recover_interrupted()
         if interrupted:
             logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
@@ -87,7 +75,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     templates.env.filters["host"] = host_of
     templates.env.filters["refnumbers"] = report_reference_numbers
     templates.env.filters["age"] = age
-    templates.env.filters["safe_url"] = safe_url
+    templates.env.filters["link_url"] = link_url
     app.state.templates = templates
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")

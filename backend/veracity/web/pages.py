@@ -8,17 +8,16 @@ from fastapi import APIRouter, Form, Header, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 
-from veracity import messages
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import corpus_repo, runs_repo
-from veracity.db.models import ArtifactVersion
 from veracity.domain import Report
 from veracity.errors import BadInput, NotFound
 from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
-from veracity.runs.service import check_run_id, parse_last_event_id
+from veracity.runs.service import parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep, ShapeDep, TemplatesDep
+from veracity.web.lookup import run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.topology import layout
 
@@ -82,30 +81,10 @@ async def open_run(
 ) -> Response:
     run_id = run_id.strip().lower()
     try:
-        check_run_id(run_id)
-        if await runs_repo.get_run(session=session, run_id=run_id) is None:
-            raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+        await run_or_404(session, run_id)
     except NotFound as exc:
         return await _home(request, templates, service, session, error=exc.message, status_code=404)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
-
-
-async def _artifact(session: Any, run_id: str, version: int | None) -> tuple[Any, ArtifactVersion, list[Any]]:
-    """The run, the artifact version asked for (the latest when ``version`` is None) and every version's row."""
-    check_run_id(run_id)
-    run = await runs_repo.get_run(session=session, run_id=run_id)
-    if run is None:
-        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-    versions = list(await runs_repo.artifact_versions(session=session, run_id=run_id))
-    if not versions:
-        raise NotFound(run.error or messages.NO_ARTIFACT.format(run_id=run_id, status=run.status))
-    if version is None:
-        return run, versions[-1], versions
-    chosen = next((a for a in versions if a.version == version), None)
-    if chosen is None:
-        have = ", ".join(str(a.version) for a in versions)
-        raise NotFound(messages.VERSION_UNKNOWN.format(run_id=run_id, version=version, have=have))
-    return run, chosen, versions
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -118,18 +97,18 @@ async def run_page(
     service: ServiceDep,
     version: Annotated[int | None, Query(ge=1, description="An artifact version; the latest if omitted.")] = None,
 ) -> HTMLResponse:
-    check_run_id(run_id)
-    run = await runs_repo.get_run(session=session, run_id=run_id)
-    if run is None:
-        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+    run = await run_or_404(session, run_id)
     events = list(await runs_repo.events_after(session=session, run_id=run_id))
     view = reduce_events(run_id, events)
     if not events and run.status == "pending":
         view.template, view.question = run.template_id, run.question
-    versions = list(await runs_repo.artifact_versions(session=session, run_id=run_id))
+    # The `complete` event names the version it wrote, in the same transaction: the latest one. Only a page asked
+    # for another version reads the stored artifacts.
+    latest_version = view.version
     if version is not None:
-        _, chosen, _ = await _artifact(session, run_id, version)
-        view.report, view.version = chosen.report, chosen.version
+        versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
+        chosen = version_or_404(run, versions, version)
+        view.report, view.version, latest_version = chosen.report, chosen.version, versions[-1].version
     audit = await runs_repo.audit_trail(session=session, run_id=run_id)
     spec = _spec_or_none(service, run.template_id)
     same_question = await runs_repo.runs_of_question(
@@ -143,7 +122,7 @@ async def run_page(
             "view": view,
             "audit": audit,
             "topo": layout(shape, view),
-            "latest_version": versions[-1].version if versions else None,
+            "latest_version": latest_version,
             "base_url": str(request.base_url),
             "sections": spec.sections if spec else [],
             "same_question": same_question,
@@ -164,7 +143,8 @@ async def _export(
 ) -> tuple[Report, int, str, dict[str, str]]:
     """What both downloads need: the report of the version asked for, its number, its permalink, and the
     attachment header naming the file ``veracity-<run id prefix>-v<version>.<suffix>``."""
-    _, artifact, _ = await _artifact(session, run_id, version)
+    run = await run_or_404(session, run_id)
+    artifact = version_or_404(run, await runs_repo.artifact_versions(session=session, run_id=run_id), version)
     permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
     filename = f"veracity-{run_id[:12]}-v{artifact.version}.{suffix}"
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
@@ -208,11 +188,9 @@ async def run_live(
     after: str | None = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
-    check_run_id(run_id)
     # The browser's own reconnect sends Last-Event-ID; the first connection names the page's last seq.
     cursor = parse_last_event_id(last_event_id if last_event_id is not None else after)
-    if await runs_repo.get_run(session=session, run_id=run_id) is None:
-        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+    await run_or_404(session, run_id)
     stored = list(await runs_repo.events_after(session=session, run_id=run_id))
     await session.close()
     if stored and stored[-1].name in TERMINAL_EVENTS and cursor >= stored[-1].seq:

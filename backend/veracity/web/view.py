@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from veracity.domain import Report
 from veracity.runs.report import reference_numbers
@@ -29,18 +28,3 @@ def age(when: datetime, now: datetime | None = None) -> str:
         return f"{seconds // 3600} h ago"
     days = seconds // 86400
     return f"{days} day{'s' if days != 1 else ''} ago"
-
-
-LINK_SCHEMES = frozenset({"http", "https"})
-
-
-def safe_url(url: str | None) -> str | None:
-    """The URL when it is an http(s) link, else None: a source's URL comes from a fetched page or an ingested
-    file, and ``javascript:`` or ``data:`` there must render as text, never as a link."""
-    if not url:
-        return None
-    try:
-        scheme = urlsplit(url.strip()).scheme.lower()
-    except ValueError:
-        return None
-    return url.strip() if scheme in LINK_SCHEMES else None

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
-from veracity.runs.gate import missing_required
+from veracity.runs.gate import missing_required, supported_shortfall
 
 
 def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
@@ -33,9 +33,9 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
     missing = missing_required(spec, {s.id for s in draft if s.claims})
     if missing:  # the pre-persistence gate would refuse it: no point shipping a draft only to see it rejected
         return "fail_safe", f"required sections without a supported claim: {', '.join(missing)}", None
-    supported_required = sum(1 for s in draft if spec.section(s.id).required and s.status == "supported")
-    needed = min(spec.qa_policy.min_supported_required, sum(1 for s in spec.sections if s.required))
-    if supported_required < needed:
+    shortfall = supported_shortfall(spec, {s.id for s in draft if s.status == "supported"})
+    if shortfall is not None:
+        supported_required, needed = shortfall
         return (
             "fail_safe",
             f"only {supported_required} required section(s) supported; the template needs {needed}",

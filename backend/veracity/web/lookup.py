@@ -1,0 +1,34 @@
+"""Finding a run and one of its artifact versions, or the 404 that says why not (pages and API alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from veracity import messages
+from veracity.db import runs_repo
+from veracity.db.models import ArtifactVersion, ResearchRun
+from veracity.errors import NotFound
+from veracity.runs.service import check_run_id
+
+
+async def run_or_404(session: AsyncSession, run_id: str) -> ResearchRun:
+    check_run_id(run_id)
+    run = await runs_repo.get_run(session=session, run_id=run_id)
+    if run is None:
+        raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+    return run
+
+
+def version_or_404(run: ResearchRun, versions: Sequence[ArtifactVersion], version: int | None) -> ArtifactVersion:
+    """The version asked for among ``versions`` (oldest first), the latest when ``version`` is None."""
+    if not versions:
+        raise NotFound(run.error or messages.NO_ARTIFACT.format(run_id=run.id, status=run.status))
+    if version is None:
+        return versions[-1]
+    chosen = next((a for a in versions if a.version == version), None)
+    if chosen is None:
+        have = ", ".join(str(a.version) for a in versions)
+        raise NotFound(messages.VERSION_UNKNOWN.format(run_id=run.id, version=version, have=have))
+    return chosen
