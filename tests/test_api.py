@@ -138,7 +138,7 @@ async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_f
             {"question": "coffee", "template": "horoscope"},
             422,
             "Unknown template 'horoscope'. Known templates: "
-            "coach_reply, investment_memo, legal_research, market_brief, support_answer.",
+            "answer, coach_reply, investment_memo, legal_research, market_brief, support_answer.",
         ),
         (
             {"question": "coffee", "template": "market_brief", "corpus": "nope"},

@@ -146,48 +146,6 @@ async def test_the_memory_index_reads_postgresql(pg_url: str) -> None:
         await engine.dispose()
 
 
-def _read(quote: str, title: str, weights: dict[str, float] | None, focus: list[str]) -> bool:
-    """Whether ``extract_evidence`` keeps the one sentence of a passage titled ``title``."""
-    from veracity.graph.context import SearchHit
-    from veracity.search.evidence import extract_evidence
-
-    hit = SearchHit(doc_id=title, title=title, text=quote, start=0, end=len(quote), score=1.0)
-    found = extract_evidence(
-        hit, query=" ".join(focus), focus_terms=focus, subtask_id="st1", corpus="c", fetched_at="", weights=weights
-    )
-    return [ev.quote for ev in found] == [quote]
-
-
-def _by_stem(weights: dict[str, float]) -> dict[str, float]:
-    return {index_stems([word])[0]: w for word, w in weights.items()}
-
-
-def test_sentences_that_share_only_a_common_word_of_the_question_are_dropped() -> None:
-    focus = ["history", "coffee", "production"]
-    weights = _by_stem({"history": 1.6, "coffee": 5.3, "production": 2.5})
-    coffee = ("Coffee is a beverage brewed from roasted beans.", "Coffee")
-    film = ("Film production concentrated under the studios early in its history.", "Film industry")
-    oil = ("The members account for 38 percent of global oil production.", "OPEC")
-    both = ("Its production history spans centuries of trade.", "Tea")  # 4.1 of 9.4: under half
-    assert [_read(*s, weights, focus) for s in (coffee, film, oil, both)] == [True, False, False, False]
-    # Carrying half the weight without the most specific term is enough; no weights, nothing dropped.
-    assert _read(*both, _by_stem({"history": 2.0, "coffee": 3.0, "production": 2.0}), focus)
-    assert _read(*film, None, focus) and _read(*oil, None, focus)
-    assert _read(*film, {"coffe": 0.0}, focus)  # the corpus never says "coffee": nothing to weigh by
-
-
-def test_focus_words_match_sentences_by_their_index_stems() -> None:
-    focus = ["elections", "turnout"]
-    weights = _by_stem({"elections": 4.0, "turnout": 1.0})
-    assert _read("The election was held in March of that year.", "Politics", weights, focus)
-    assert not _read("The turnout was low in March of that year.", "Politics", weights, focus)
-    # The source's title counts as the sentence's own words, by stem as well.
-    assert _read("The turnout was low in March of that year.", "Elections in Ruritania", weights, focus)
-    # A name with an apostrophe is matched (and weighed) by the piece the index holds.
-    brien = _by_stem({"o'brien": 3.0, "novels": 1.0})
-    assert _read("Flann O'Brien wrote in Irish and English.", "Writers", brien, ["o'brien", "novels"])
-
-
 def test_rarity_is_higher_for_rarer_words_and_zero_for_unknown_ones() -> None:
     from veracity.db.corpus_repo import ChunkHit
 
@@ -201,38 +159,23 @@ def test_rarity_is_higher_for_rarer_words_and_zero_for_unknown_ones() -> None:
     assert index.stem_rarity(index_stems(["o'brien"])[0]) == index.rarity("brien") > index.rarity("coffee")
 
 
-async def test_a_run_weighs_its_focus_words_once_for_all_its_branches(small_db_url: str) -> None:
-    """The plan measures rarity once; every retrieve branch reads it from the run's context."""
-    from veracity.graph.builder import build_graph
-    from veracity.graph.context import Context, RetrievalCoordinator
-    from veracity.settings import LimitSettings
-    from veracity.specs.registry import SpecRegistry
+async def test_hybrid_search_fuses_dense_vectors_and_finds_the_topic_a_homonym_outranks_lexically() -> None:
+    """BM25 alone ranks the passage that repeats the query's words; with passage vectors the article about the
+    topic comes first."""
+    from veracity.db.corpus_repo import ChunkHit
+    from veracity.semantic.model import head_text, process_semantics
 
-    class Weighing(LocalSearch):
-        calls: list[list[str]] = []
-
-        async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None:
-            self.calls.append(terms)
-            return {stem: 1.0 for stem in index_stems(terms)}
-
-    async def emit(_name: str, _payload: dict[str, Any]) -> None:
-        return None
-
-    engine = make_engine(small_db_url)
-    try:
-        spec = SpecRegistry.load().get("market_brief")
-        search = Weighing(make_sessionmaker(engine))
-        ctx = Context(
-            spec=spec,
-            search=search,
-            emit=emit,
-            limits=LimitSettings(),
-            coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
-        )
-        question = "coffee production in Brazil"
-        state = await build_graph().ainvoke({"run_id": "r" * 32, "question": question, "corpus": "small"}, context=ctx)
-    finally:
-        await engine.dispose()
-    assert len(state["subtasks"]) == 3 and search.calls == [["coffee", "production", "brazil"]]
-    assert ctx.focus_weights == {"coffe": 1.0, "product": 1.0, "brazil": 1.0}
-    assert state["evidence"]  # equal weights: a sentence naming any one focus word is an anchor and kept
+    model = process_semantics(True).model
+    assert model is not None
+    texts = [
+        ("CAR", "CAR is the Central African Republic, a country whose history began in 1960."),
+        ("Battery electric vehicle", "A battery electric vehicle is an automobile powered by batteries and motors."),
+        ("Electric eel", "The electric eel is a South American fish that can generate electric shocks."),
+    ]
+    hits = [ChunkHit(i, i, t, t, x, 0, len(x), 0.0, None, None) for i, (t, x) in enumerate(texts)]
+    index = MemoryIndex(hits, vectors=model.encode_heads([head_text(t, x) for t, x in texts]))
+    query = "history of the electric car"
+    lexical = [h.title for h in index.search(query, 3)]
+    hybrid = [h.title for h in index.search(query, 3, model.encode([query])[0])]
+    assert lexical.index("Battery electric vehicle") > lexical.index("Electric eel")
+    assert hybrid[:2] == ["CAR", "Battery electric vehicle"]

@@ -30,7 +30,7 @@ def test_unknown_template_names_the_known_ones() -> None:
         SpecRegistry.load().get("nope")
     assert (
         info.value.message == "Unknown template 'nope'. Known templates: "
-        "coach_reply, investment_memo, legal_research, market_brief, support_answer."
+        "answer, coach_reply, investment_memo, legal_research, market_brief, support_answer."
     )
 
 

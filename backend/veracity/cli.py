@@ -7,12 +7,27 @@ import asyncio
 import json
 import logging
 import sys
+import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from veracity import messages
 from veracity.errors import BadInput, VeracityError
+from veracity.progress import (  # light: tqdm is imported only when a bar is drawn
+    CHOICES,
+    AskProgress,
+    Display,
+    IngestProgress,
+    Mode,
+    _Progress,
+    resolve_mode,
+    run_failure,
+    wants_colour,
+)
 from veracity.settings import Settings, get_settings
 
 EXIT_BAD_INPUT = 2
@@ -50,10 +65,14 @@ class _Runtime:
         await self.engine.dispose()
 
     def service(self) -> Any:
-        from veracity.models.providers import build_models
         from veracity.runs.service import RunService
 
-        self.models = build_models(self.settings)
+        # The offline provider has no model clients; skipping ``build_models`` spares every local ``ask`` the
+        # OpenAI SDK's import (about 0.6 s). ``from_settings`` without models gives the same offline providers.
+        if self.settings.model.provider != "extractive":
+            from veracity.models.providers import build_models
+
+            self.models = build_models(self.settings)
         self._service = RunService.from_settings(self.settings, self.sessionmaker, self.models)
         return self._service
 
@@ -75,7 +94,6 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.ingest import ingest_path
-    from veracity.progress import IngestProgress, resolve_mode
 
     mode = resolve_mode(args.progress, sys.stderr)
     async with _Runtime(settings) as rt:
@@ -102,13 +120,26 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _load_default(_args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.wiki import ensure_wiki_corpus
+    from veracity.semantic.model import process_semantics
+    from veracity.semantic.vectors import ensure_vectors
 
     async with _Runtime(settings) as rt:
         report = await ensure_wiki_corpus(sessionmaker=rt.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
-    if report is None:
-        print("corpus wiki: already loaded")
-    else:
-        print(f"corpus wiki: {report.added} documents loaded")
+        if report is None:
+            print("corpus wiki: already loaded")
+        else:
+            print(f"corpus wiki: {report.added} documents loaded")
+        model = process_semantics(settings.semantic.enabled).model
+        if model is not None:
+            done = 0
+
+            def step(count: int) -> None:
+                nonlocal done
+                done += count
+                print(f"corpus wiki: {done} passage vectors embedded for hybrid retrieval", file=sys.stderr)
+
+            made = await ensure_vectors(sessionmaker=rt.sessionmaker, model=model, corpus="wiki", progress=step)
+            print(f"corpus wiki: passage vectors {'made for ' + str(made) + ' passages' if made else 'ready'}")
     return 0
 
 
@@ -172,10 +203,27 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _ask(args: argparse.Namespace, settings: Settings) -> int:
+async def _result(rt: _Runtime, run_id: str) -> tuple[Any, str | None]:
+    """A finished run's artifact, or why there is none: its ``error`` event (a loop abort's detail, not just its
+    code), else the run row's error."""
     from veracity.db import runs_repo
-    from veracity.progress import AskProgress, resolve_mode
 
+    async with rt.sessionmaker() as session:
+        artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+        if artifact is not None:
+            return artifact, None
+        run = await runs_repo.get_run(session=session, run_id=run_id)
+        errors = [e.payload for e in await runs_repo.events_after(session=session, run_id=run_id) if e.name == "error"]
+    if errors:
+        return None, run_failure(errors[-1])
+    return None, run.error if run is not None and run.error else "the run produced no report"
+
+
+async def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    if (args.question is None) == (args.questions is None):
+        raise BadInput("give a QUESTION or --questions FILE.jsonl")
+    if args.questions is not None:
+        return await _ask_batch(args, settings)
     mode = resolve_mode(args.progress, sys.stderr)
     async with _Runtime(settings) as rt:
         service = rt.service()
@@ -186,18 +234,129 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
             async for event in service.tail(run_id):
                 progress.event(event.seq, event.name, event.payload)
             await service.wait(run_id)
-        async with rt.sessionmaker() as session:
-            run = await runs_repo.get_run(session=session, run_id=run_id)
-            artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+        artifact, failure = await _result(rt, run_id)
     if artifact is None:
-        # The error event says what happened (a loop abort's detail, not just its code); the run row, the code.
-        _err(progress.failure or (run.error if run is not None and run.error else "the run produced no report"))
+        _err(failure or "the run produced no report")
         return EXIT_FAILED
     if args.json:
         print(json.dumps(artifact.report))
     else:
         print(artifact.markdown)
     return 0
+
+
+# ---- veracity ask --questions ----------------------------------------------------------------------
+
+BATCH_CONCURRENCY = 1
+"""Questions of one batch researched at a time. Measured in one process on 60 wiki questions (2 cores), two at a
+time was no faster than one (247 against 251 ms a question, within the noise): the runs share the GIL and one
+SQLite writer. One at a time keeps stderr's progress lines in input order too."""
+
+
+class AskLine(BaseModel):
+    """One line of ``veracity ask --questions``; template and corpus default to the command's options."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1, max_length=200)
+    question: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    template: str | None = None
+    corpus: str | None = None
+
+
+def _ask_lines(path: str) -> list[AskLine]:
+    """Every line validated before any question is asked; one bad line (or a repeated id) rejects the file."""
+    from veracity.guards.io import parse_lines
+
+    lines, source = _read_lines(path)
+    items: list[AskLine] = parse_lines(lines, AskLine, source)
+    numbers = [n for n, line in enumerate(lines, start=1) if line.strip()]  # parse_lines skips blank lines
+    first: dict[str, int] = {}
+    for number, item in zip(numbers, items, strict=True):
+        if item.id in first:
+            reason = f"id: {item.id!r} repeats line {first[item.id]}"
+            raise BadInput(messages.JSONL_BAD_LINE.format(path=source, line=number, reason=reason))
+        first[item.id] = number
+    return items
+
+
+class _BatchProgress(_Progress):
+    """A batch on stderr: a bar over the questions (the outcomes counted), or one plain line per answered
+    question: ``[ 3/60] q3: shipped (412 ms)``, ``[ 4/60] q4: failed: MESSAGE (12 ms)``."""
+
+    def __init__(self, mode: Mode, *, stream: TextIO, total: int) -> None:
+        self.display = Display(mode, stream=stream, colour=wants_colour(), label="ask", unit="questions")
+        self.total = total
+        self.done = 0
+        self.counts: Counter[str] = Counter()
+
+    def description(self, ending: str | None = None) -> str:
+        counts = ", ".join(f"{outcome} {n}" for outcome, n in sorted(self.counts.items()))
+        return f"{ending}: {counts}" if ending else counts
+
+    def answered(self, line: dict[str, Any], ms: float) -> None:
+        """One question's output line is ready (after ``ms`` of research)."""
+        self.done += 1
+        error = line.get("error")
+        self.counts["failed" if error else str(line.get("outcome"))] += 1
+        qid = str(line["id"])
+        shown = qid if qid.isprintable() and not any(c.isspace() or c in "\"':" for c in qid) else json.dumps(qid)
+        where = f"[{self.done:>{len(str(self.total))}}/{self.total}] {shown}"
+        if error:
+            self.display.line(f"{where}: failed: {error['message']} ({ms:.0f} ms)", failure=True)
+        elif self.display.mode == "plain":
+            self.display.line(f"{where}: {line.get('outcome')} ({ms:.0f} ms)")
+        self.display.show(self.done, self.description())
+
+
+async def _answer(rt: _Runtime, service: Any, item: AskLine, *, template: str, corpus: str | None) -> dict[str, Any]:
+    """One question of a batch: ``{"id", **report}``, or ``{"id", "error"}`` when it is refused or its run fails."""
+    try:
+        run_id = await service.start(
+            question=item.question, template=item.template or template, corpus=item.corpus or corpus
+        )
+    except VeracityError as exc:  # refused at run time (an unknown corpus or template, too long): the batch goes on
+        return {"id": item.id, "error": {"code": exc.code, "message": exc.message}}
+    # Not tailed: following every event costs a batch about a third of its time, and only the batch's progress
+    # is shown.
+    await service.wait(run_id)
+    artifact, failure = await _result(rt, run_id)
+    if artifact is None:
+        return {"id": item.id, "run_id": run_id, "error": {"code": "run_failed", "message": failure}}
+    return {"id": item.id, **artifact.report}
+
+
+async def _ask_batch(args: argparse.Namespace, settings: Settings) -> int:
+    """Every question in one runtime and one service (one in-memory index, models loaded once); one JSON line per
+    question on stdout, in input order."""
+    items = _ask_lines(args.questions)
+    if not items:
+        return 0
+    failed = 0
+    async with _Runtime(settings) as rt:
+        service = rt.service()
+        slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+        with _BatchProgress(resolve_mode(args.progress, sys.stderr), stream=sys.stderr, total=len(items)) as progress:
+
+            async def answer(item: AskLine) -> dict[str, Any]:
+                async with slots:
+                    started = time.perf_counter()
+                    line = await _answer(rt, service, item, template=args.template, corpus=args.corpus)
+                    progress.answered(line, (time.perf_counter() - started) * 1000)
+                    return line
+
+            progress.display.open_bar(len(items))
+            tasks = [asyncio.create_task(answer(item)) for item in items]
+            try:
+                for task in tasks:  # in input order, each printed once it and those before it are done
+                    line = await task
+                    failed += "error" in line
+                    print(json.dumps(line), flush=True)
+            finally:
+                for task in tasks:
+                    task.cancel()
+    if failed:
+        _err(f"{failed} of {len(items)} question(s) failed")
+    return EXIT_FAILED if failed else 0
 
 
 def _read_lines(path: str) -> tuple[list[str], str]:
@@ -294,8 +453,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", default=None, help="only this template's cases")
 
     p = sub.add_parser("ask", help="research a question and print the report")
-    p.add_argument("question")
-    p.add_argument("--template", default="market_brief")
+    p.add_argument("question", nargs="?")
+    p.add_argument(
+        "--questions",
+        metavar="FILE.jsonl",
+        help='JSONL of {"id", "question"} (optional "template", "corpus"); - for stdin; one JSON line each, '
+        "in order, all in one process",
+    )
+    p.add_argument("--template", default="answer")
     p.add_argument(
         "--corpus",
         default=None,
@@ -307,8 +472,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _progress_option(p: argparse.ArgumentParser) -> None:
-    from veracity.progress import CHOICES
-
     p.add_argument(
         "--progress",
         choices=CHOICES,

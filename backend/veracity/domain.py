@@ -44,6 +44,9 @@ class Evidence(BaseModel):
     source: SourceRef
     origin_subtask_id: str
     score: float
+    relevance: float | None = Field(
+        default=None, description="Probability that the sentence helps answer the question (the relevance model)."
+    )
     context_before: str = Field(default="", description="Source text just before the quote, as read.")
     context_after: str = Field(default="", description="Source text just after the quote, as read.")
 
@@ -55,6 +58,10 @@ class BranchStat(BaseModel):
     pages: int = 0
     evidences: int = 0
     error: str | None = None
+    closest: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The best sentences below the relevance cut-off (title, doc_id, relevance): the closest passages.",
+    )
     page_errors: list[str] = Field(
         default_factory=list, description="Pages this branch could not open (URL: why); the branch went on."
     )
@@ -81,6 +88,10 @@ class Claim(BaseModel):
     score: float | None = Field(default=None, description="The grounding judge's score, 0..1.")
     support: list[SupportSpan] = Field(default_factory=list, description="The span(s) the judge found.")
     reason: str | None = Field(default=None, description="Why the judge labelled the claim as it did.")
+    relevance: float | None = Field(
+        default=None, description="The relevance check's probability that the claim answers the question."
+    )
+    paragraph: int = Field(default=0, description="The paragraph of its section the claim belongs to (0 = first).")
 
 
 class SectionDraft(BaseModel):
@@ -90,6 +101,9 @@ class SectionDraft(BaseModel):
     status: SectionStatus | None = None
     note: str | None = None
     filler_cut: list[str] = Field(default_factory=list, description="Sentences cut: prose no evidence supports.")
+    off_topic_cut: list[str] = Field(
+        default_factory=list, description="Claims cut by the relevance check: they do not answer the question."
+    )
 
 
 Layer = Literal["compose", "l1", "l2", "l3", "reviewer", "gate", "budget"]

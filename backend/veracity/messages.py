@@ -25,3 +25,6 @@ LOOP_ABORT_DETAIL = (
 RUN_FAILED = "The run failed: {reason}"
 JSONL_BAD_LINE = "{path}:{line}: {reason}"
 VERIFY_EMPTY = "Nothing to verify: give at least one item with 'id', 'claim' and 'sources'."
+
+NOTHING_RELEVANT = "Nothing in {where} answers this question"
+NOTHING_RELEVANT_CLOSEST = "Nothing in {where} answers this question; closest passages: {closest}"

@@ -168,6 +168,20 @@ class RankSettings(BaseModel):
     )
 
 
+class SemanticSettings(BaseModel):
+    enabled: bool = Field(
+        default=True,
+        description="Use the embedding model shipped in a wheel for relevance, hybrid retrieval and section "
+        "assignment; false = lexical only (the pages say so).",
+    )
+    max_candidates: int = Field(
+        default=48,
+        ge=1,
+        le=1000,
+        description="Most candidate sentences one retrieve branch scores for relevance (each costs an embedding).",
+    )
+
+
 class ModelSettings(BaseModel):
     provider: Literal["extractive", "openai", "local"] = Field(
         default="extractive",
@@ -250,6 +264,7 @@ class Settings(BaseSettings):
     fetch: FetchSettings = Field(default_factory=FetchSettings)
     rank: RankSettings = Field(default_factory=RankSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    semantic: SemanticSettings = Field(default_factory=SemanticSettings)
     log_level: str = Field(default="INFO", description="Python logging level for the server and CLI.")
 
     @field_validator("log_level")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from veracity.domain import Draft, Evidence, ReviewVerdict, Violation
+from veracity.semantic.model import SemanticModel
 from veracity.specs.models import Spec
 
 
@@ -33,6 +34,8 @@ class ComposeRequest:
     per_section: int
     violations: list[Violation] = field(default_factory=list)
     """What failed in the previous attempt: which claim, which check, why. Empty on the first attempt."""
+    semantic: SemanticModel | None = None
+    """The semantic model, for near-duplicate claims (the extractive composer); None = by words."""
 
 
 class Composer(Protocol):

@@ -16,6 +16,7 @@ from veracity.compose.parse import parse_draft
 from veracity.domain import Claim, Draft, Evidence
 from veracity.guards.language import detect
 from veracity.guards.patterns import compiled
+from veracity.semantic.select import Similarity, paragraphs, summary_picks
 from veracity.specs.models import Spec
 from veracity.text import content_terms, words
 
@@ -23,37 +24,48 @@ SUMMARY_CLAIMS = 3
 
 
 def pick_claims(request: ComposeRequest) -> dict[str, list[Claim]]:
+    """Per section, its evidence as claims, most relevant first, near-duplicates (of any section) dropped, in
+    short paragraphs; then each summary section from the most relevant claims of the others (maximal marginal
+    relevance, one per section first), each taken out of its own section when that section keeps another."""
     spec = request.spec
     by_id = {ev.id: ev for ev in request.evidence}
+    relevance = {ev.id: ev.relevance if ev.relevance is not None else ev.score for ev in request.evidence}
+    similar = Similarity(request.semantic, request.evidence)
     rejected = {(v.section_id, v.claim) for v in request.violations if v.claim}
     rejected_anywhere = {v.claim for v in request.violations if v.claim and v.section_id is None}
     banned = compiled(spec.policy.advice_phrases + spec.policy.escalation_phrases)
-    used: set[str] = set()
+    used: list[str] = []
     picked: dict[str, list[Claim]] = {}
     # Told the report was too short: use more of the evidence, not more words per sentence.
     per_section = request.per_section * (2 if any(v.check == "too_short" for v in request.violations) else 1)
     for section in spec.evidence_sections:
         claims: list[Claim] = []
-        for eid in request.section_evidence.get(section.id, []):
+        ids = sorted(request.section_evidence.get(section.id, []), key=lambda i: -relevance.get(i, 0.0))
+        for eid in ids:
             ev = by_id.get(eid)
             if ev is None or (section.id, ev.quote) in rejected or ev.quote in rejected_anywhere:
                 continue
             if banned and banned.search(ev.quote):
                 continue
-            key = " ".join(words(ev.quote))
-            if key in used:
+            if any(similar.duplicate(eid, other) for other in used):
                 continue
-            used.add(key)
+            used.append(eid)
             # A quote may wrap lines (PDFs do); a claim is one line of the draft, so its spacing is normalised.
-            claims.append(Claim(text=" ".join(ev.quote.split()), evidence_ids=[ev.id]))
+            claims.append(Claim(text=" ".join(ev.quote.split()), evidence_ids=[ev.id], relevance=ev.relevance))
             if len(claims) >= per_section:
                 break
         picked[section.id] = claims
     for section in (s for s in spec.sections if s.summary):
-        # The lead claim of each other section, in template order.
-        leads = [c for claims in picked.values() for c in claims[:1]][:SUMMARY_CLAIMS]
-        picked[section.id] = [c.model_copy() for c in leads if (section.id, c.text) not in rejected]
-    return {s.id: picked.get(s.id, []) for s in spec.sections}
+        chosen = summary_picks(picked, relevance, similar, SUMMARY_CLAIMS)
+        summary = []
+        for sid, claim in chosen:
+            if (section.id, claim.text) in rejected:
+                continue
+            if len(picked[sid]) > 1:  # moved, not copied: the summary never repeats a section
+                picked[sid] = [c for c in picked[sid] if c is not claim]
+            summary.append(claim.model_copy())
+        picked[section.id] = summary
+    return {s.id: paragraphs(picked.get(s.id, []), by_id) for s in spec.sections}
 
 
 def disclaimer_for(spec: Spec, text: str) -> tuple[str | None, str | None]:
@@ -79,11 +91,15 @@ def coverage_confidence(question: str, claims: list[Claim], evidence: list[Evide
 
 
 def render_sections(spec: Spec, picked: dict[str, list[Claim]], disclaimer: str | None) -> str:
+    """Markdown: a heading per section, a line per paragraph (its anchored sentences), a blank line between."""
     lines: list[str] = []
     for section in spec.sections:
         lines += [f"## {section.title}", ""]
-        lines += [anchored(c.text, c.evidence_ids) for c in picked[section.id]]
-        lines.append("")
+        paragraphs_: dict[int, list[str]] = {}
+        for c in picked[section.id]:
+            paragraphs_.setdefault(c.paragraph, []).append(anchored(c.text, c.evidence_ids))
+        for sentences in paragraphs_.values():
+            lines += [" ".join(sentences), ""]
     if disclaimer:
         lines += ["## Disclaimer", "", disclaimer, ""]
     return "\n".join(lines)

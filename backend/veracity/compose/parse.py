@@ -110,6 +110,8 @@ def parse_sections(raw: str, spec: Spec) -> Draft:
             continue
         if line.strip():
             bodies.setdefault(current or "__none__", []).append(line.strip())
+        elif current in bodies:
+            bodies[current].append("")  # a paragraph break
     if not known_headings:
         if len(spec.evidence_sections) == 1 and "__none__" in bodies:
             # A one-section template: headings are optional.
@@ -122,16 +124,28 @@ def parse_sections(raw: str, spec: Spec) -> Draft:
     sections: list[SectionDraft] = []
     for section in spec.sections:
         claims: list[Claim] = []
-        for sentence in split_claims("\n".join(bodies.get(section.id, []))):
-            if _is_disclaimer(sentence, disclaimers):
-                disclaimer_parts.append(ANCHOR_RE.sub("", sentence).strip())
-                continue
-            claims.append(parse_claim(sentence))
+        for paragraph, block in enumerate(_paragraphs(bodies.get(section.id, []))):
+            for sentence in split_claims("\n".join(block)):
+                if _is_disclaimer(sentence, disclaimers):
+                    disclaimer_parts.append(ANCHOR_RE.sub("", sentence).strip())
+                    continue
+                claims.append(parse_claim(sentence).model_copy(update={"paragraph": paragraph}))
         sections.append(SectionDraft(id=section.id, title=section.title, claims=claims))
     for sentence in split_claims("\n".join(bodies.get("__disclaimer__", []) + bodies.get("__none__", []))):
         if _is_disclaimer(sentence, disclaimers) or "__disclaimer__" in bodies:
             disclaimer_parts.append(ANCHOR_RE.sub("", sentence).strip())
     return Draft(raw=raw, sections=sections, disclaimer=" ".join(disclaimer_parts) or None)
+
+
+def _paragraphs(lines: list[str]) -> list[list[str]]:
+    """Lines grouped into paragraphs at blank lines."""
+    blocks: list[list[str]] = [[]]
+    for line in lines:
+        if line:
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    return [b for b in blocks if b]
 
 
 def parse_contract(raw: str, spec: Spec) -> Draft:

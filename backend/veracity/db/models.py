@@ -126,6 +126,17 @@ class Chunk(Base):
     text: Mapped[str] = mapped_column(Text)
 
 
+class ChunkVector(Base):
+    """A passage's dense vector (float16 bytes) from the named semantic model; another model's vectors are
+    computed again, never mixed."""
+
+    __tablename__ = "chunk_vectors"
+
+    chunk_id: Mapped[int] = mapped_column(ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True)
+    model: Mapped[str] = mapped_column(String(64))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class FetchCacheEntry(Base):
     """One fetched web page, keyed by the SHA-256 of its canonical URL: raw bytes, extracted text, validators
     (ETag / Last-Modified) for conditional GETs, and the extractor version that produced ``text``."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar
 
 from veracity.compose.base import Composer, Reviewer
 from veracity.domain import Subtask
 from veracity.fetch.opened import OpenedPage
 from veracity.guards.judge import GroundingJudge
+from veracity.semantic.model import SemanticModel
+from veracity.semantic.relevance import RelevanceScorer
 from veracity.settings import LimitSettings
 from veracity.specs.models import Spec
 
@@ -43,6 +45,8 @@ class SearchHit:
     """A web result: ``text`` is only the search snippet and the page must be fetched to read it."""
     rank_terms: dict[str, float] = field(default_factory=dict, compare=False)
     """The ranker's terms behind ``score`` (empty until ranked)."""
+    vector: Any = field(default=None, compare=False, repr=False)
+    """The passage head's dense vector when the index has one (a signal of the relevance model)."""
 
 
 class Planner(Protocol):
@@ -63,13 +67,6 @@ class SearchProvider(Protocol):
     name: str
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]: ...
-
-
-@runtime_checkable
-class TermWeigher(Protocol):
-    """A search provider that can say how rare each word is in a corpus (the local one); web search cannot."""
-
-    async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None: ...
 
 
 @dataclass
@@ -150,9 +147,15 @@ class Context:
     """Best-ranked web results opened per query."""
     planner: Planner | None = None
     """A model planner; None (or a planner that fails) means the heuristic plan."""
-    focus_weights: dict[str, float] | None = None
-    """The run's focus words' rarity in its corpus, keyed by index stem: measured once by ``plan`` when the
-    search is a ``TermWeigher`` and the corpus is large enough to measure; None drops nothing for rarity."""
+    semantic: SemanticModel | None = None
+    """The process's semantic model; None = the lexical path (hybrid retrieval, relevance and section
+    assignment all fall back to words, and the run says so)."""
+    max_candidates: int = 48
+    """Most candidate sentences one retrieve branch scores for relevance (each costs an embedding)."""
+
+    @property
+    def relevance(self) -> RelevanceScorer:
+        return RelevanceScorer(self.semantic)
 
 
 def _default_composer() -> Composer:

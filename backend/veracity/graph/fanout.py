@@ -9,7 +9,10 @@ from veracity.graph.state import RetrieveTask, RunState, SynthesizeTask
 
 def fan_out_retrieve(state: RunState) -> list[Send]:
     return [
-        Send("retrieve", RetrieveTask(run_id=state["run_id"], corpus=state["corpus"], subtask=subtask))
+        Send(
+            "retrieve",
+            RetrieveTask(run_id=state["run_id"], corpus=state["corpus"], question=state["question"], subtask=subtask),
+        )
         for subtask in state["subtasks"]
     ]
 
@@ -21,6 +24,7 @@ def fan_out_synthesize(state: RunState) -> list[Send]:
             "synthesize",
             SynthesizeTask(
                 run_id=state["run_id"],
+                question=state["question"],
                 subtask=subtask,
                 evidence=[ev for ev in evidence if ev.origin_subtask_id == subtask.id],
             ),

@@ -81,6 +81,8 @@ class RetrieveTask(TypedDict):
 
     run_id: str
     corpus: str
+    question: str
+    """The user's question: relevance is judged against it, whatever the sub-question."""
     subtask: Subtask
 
 
@@ -88,5 +90,6 @@ class SynthesizeTask(TypedDict):
     """What one ``synthesize`` branch sees (sent by the fan-out)."""
 
     run_id: str
+    question: str
     subtask: Subtask
     evidence: list[Evidence]

@@ -22,9 +22,13 @@ def _published(value: str | None) -> datetime | None:
 
 
 def section_status(spec: Spec, section: SectionDraft, by_id: dict[str, Evidence], now: datetime) -> SectionStatus:
-    cited = {
-        eid for c in section.claims if c.label in ("supported", "partial") for eid in c.evidence_ids if eid in by_id
-    }
+    """``supported``: at least the section's ``min_evidence`` relevant, grounded claims; ``thin_evidence``: fewer;
+    ``not_found``: none; ``stale``: every source older than the template allows. (Claims the relevance check cut
+    are no longer in the section, so only relevant claims count.)"""
+    grounded = [
+        c for c in section.claims if c.label in ("supported", "partial") and any(e in by_id for e in c.evidence_ids)
+    ]
+    cited = {eid for c in grounded for eid in c.evidence_ids if eid in by_id}
     if not cited:
         return "not_found"
     if spec.stale_after_days:
@@ -32,7 +36,7 @@ def section_status(spec: Spec, section: SectionDraft, by_id: dict[str, Evidence]
         if all(d is not None and (now - d).days > spec.stale_after_days for d in dates):
             return "stale"
     needed = max(1, spec.section(section.id).min_evidence)
-    return "supported" if len(cited) >= needed else "thin_evidence"
+    return "supported" if len(grounded) >= needed else "thin_evidence"
 
 
 def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence]) -> list[SectionDraft]:
@@ -42,12 +46,16 @@ def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence])
 
 
 def confidence(spec: Spec, draft: list[SectionDraft], stated: float | None = None) -> float:
-    """Mean label weight of the claims times the share of required sections that are supported; capped by the
-    composer's own stated confidence when it gives one."""
+    """Mean over the claims of label weight × relevance (how well each is grounded and how much it answers the
+    question), times the share of required sections that are supported; capped by the composer's own stated
+    confidence when it gives one."""
     claims = [c for s in draft for c in s.claims]
     if not claims:
         return 0.0
-    mean = sum(LABEL_WEIGHT.get(c.label or "unsupported", 0.0) for c in claims) / len(claims)
+    mean = sum(
+        LABEL_WEIGHT.get(c.label or "unsupported", 0.0) * (c.relevance if c.relevance is not None else 1.0)
+        for c in claims
+    ) / len(claims)
     required = [s for s in draft if spec.section(s.id).required]
     share = sum(1 for s in required if s.status == "supported") / len(required) if required else 1.0
     value = mean * share

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+from veracity import messages
 from veracity.domain import Claim, Evidence, Report, ReportSection
 from veracity.runs.report import report_evidence
 from veracity.specs.models import Spec
 
 DIGEST_SIZE = 8
+NOTHING_PREFIX = messages.NOTHING_RELEVANT.split("{")[0]
 
 
 def floor_report(
@@ -50,6 +52,8 @@ def floor_report(
         )
     )
     note = f"{spec.policy.floor_note} Reason: {reason}."
+    if reason.startswith(NOTHING_PREFIX):  # said plainly: the corpus does not hold an answer
+        note = f"{reason}."
     if outcome == "handoff":
         note = f"This answer needs a person before it can be given: {needs_human_reason or reason}."
     return Report(

@@ -34,6 +34,7 @@ from veracity.runs.floor import floor_report, routed_report
 from veracity.runs.notifier import RunNotifier
 from veracity.runs.report import render_markdown, shipped_report
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
+from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import Settings
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
@@ -86,6 +87,7 @@ class RunService:
         redraft_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
         web: WebRetrieval | None = None,
         ranker: HitRanker | None = None,
+        semantics: Semantics | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.registry = registry
@@ -95,6 +97,8 @@ class RunService:
         self.web = web
         """Web search and page fetching for runs over the open web (corpus ``web``); None = local corpora only."""
         self.ranker = ranker
+        self.semantics = semantics or Semantics(None, "no semantic model was given to this service")
+        """The semantic model (or why there is none): relevance, section assignment and the relevance check."""
         self.notifier = notifier or RunNotifier()
         self.providers = providers or Providers
         self.redraft_graph = redraft_graph or build_redraft_graph()
@@ -113,15 +117,17 @@ class RunService:
         registry: SpecRegistry | None = None,
         graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
     ) -> RunService:
-        """The service a process runs (the server, the CLI): the bundled templates, the research graph, local
-        search through the in-memory index, the open web, the settings' ranker, and ``models``' providers (the
-        offline ones without)."""
+        """The service a process runs (the server, the CLI): the bundled templates, the research graph, the
+        process's semantic model, local search through the in-memory index (hybrid with the model), the open web,
+        the settings' ranker, and ``models``' providers (the offline ones without)."""
+        semantics = process_semantics(settings.semantic.enabled)
         return cls(
             sessionmaker=sessionmaker,
             registry=registry if registry is not None else SpecRegistry.load(),
             settings=settings,
             graph=graph if graph is not None else build_graph(),
-            search=local_search(settings, sessionmaker),
+            search=local_search(settings, sessionmaker, semantics.model),
+            semantics=semantics,
             web=web_retrieval(settings, sessionmaker),
             ranker=hit_ranker(settings),
             providers=models.providers if models is not None else None,
@@ -336,6 +342,8 @@ class RunService:
                 planner=providers.planner,
                 judge=providers.judge,
                 audit=audit,
+                semantic=self.semantics.model,
+                max_candidates=self.settings.semantic.max_candidates,
             )
             state = await self.graph.ainvoke(
                 {"run_id": run_id, "question": question, "corpus": corpus},

@@ -1,18 +1,19 @@
-"""Sentence-level evidence from search hits: fact-shaped sentences with exact offsets and a content hash."""
+"""Sentence-level evidence from search hits: fact-shaped sentences with exact offsets and a content hash.
+
+Which candidates become evidence is decided by their relevance to the question (``veracity.semantic.relevance``,
+in ``retrieve``), not here: this module only finds sentences and records where they stood."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from veracity.domain import WEB_SOURCE, Evidence, SourceRef
 from veracity.fetch.canonical import host_of
 from veracity.graph.context import SearchHit
-from veracity.search.memindex import ANALYZER, index_stems
-from veracity.text import content_terms, sentence_spans, sha256_hex, words
+from veracity.text import sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
-MIN_FOCUS_MASS = 0.5
-"""The share of the question's focus-term weight (rarity in the corpus) a sentence must carry to be kept."""
 CONTEXT_CHARS = 280
 """Source text kept either side of a quote, so a reader sees the quote where it stood (cut at a word)."""
 _TERMINAL = re.compile(r"[.!][\"'”’)\]]*$")
@@ -51,86 +52,60 @@ def evidence_id(doc_id: str, start: int, end: int) -> str:
     return "ev" + sha256_hex(f"{doc_id}\x00{start}\x00{end}")[:10]
 
 
-def focus_weights(focus_terms: list[str], weights: dict[str, float] | None) -> dict[str, float]:
-    """The focus terms' weights, keyed by index stem (``index_stems``), from the corpus's ``weights`` (as
-    ``LocalSearch.term_weights`` returns them); empty when there is nothing to weigh by — no weights, or a
-    corpus that holds none of the focus words."""
-    if not weights:
-        return {}
-    mine = {stem: weights.get(stem, 0.0) for stem in index_stems(focus_terms)}
-    return mine if sum(mine.values()) > 0 else {}
+@dataclass(frozen=True)
+class SentenceCandidate:
+    """A fact-shaped sentence of an opened passage, before relevance decides whether it is evidence."""
+
+    hit: SearchHit
+    start: int
+    """Offsets in ``hit.text`` (the passage), not yet in the document."""
+    end: int
+    position: int
+    """Its index among the passage's sentences (0 = the first)."""
+    fetched_at: str
+
+    @property
+    def text(self) -> str:
+        return self.hit.text[self.start : self.end]
 
 
-def carries_focus(stems: set[str], weights: dict[str, float]) -> bool:
-    """Whether a sentence (its stems, with its source title's) carries what the question is about: it names
-    the question's most specific term (the rarest one the corpus holds) or carries at least ``MIN_FOCUS_MASS``
-    of the focus terms' total weight. For "history of coffee production" a sentence about film or oil
-    production shares only "production" (and perhaps "history") and is dropped; one about coffee is kept."""
-    top = max(weights.values())
-    if any(w == top and t in stems for t, w in weights.items()):
-        return True
-    return sum(w for t, w in weights.items() if t in stems) >= MIN_FOCUS_MASS * sum(weights.values())
-
-
-def extract_evidence(
-    hit: SearchHit,
-    *,
-    query: str,
-    focus_terms: list[str],
-    subtask_id: str,
-    corpus: str,
-    fetched_at: str,
-    weights: dict[str, float] | None = None,
-) -> list[Evidence]:
-    """Fact-shaped sentences of a hit that touch the question's own words (in the sentence or the title).
-
-    ``weights`` is each focus word's rarity in the corpus, keyed by index stem (``LocalSearch.term_weights``);
-    with them a sentence must also carry enough of the question (``carries_focus``), its words matched to the
-    focus words by stem ("elections" names "election"). Without them, any focus word (exact) is enough."""
-    terms = set(content_terms(query))
-    focus = set(focus_terms) or terms
-    weighed = focus_weights(sorted(focus), weights)
-    title_words = set(words(hit.title))
-    title_stems = set(ANALYZER.tokens(hit.title)) if weighed else set()
-    out: list[Evidence] = []
-    for s, e in sentence_spans(hit.text):
-        sentence = hit.text[s:e]
-        if not is_fact_shaped(sentence):
-            continue
-        sentence_words = set(words(sentence))
-        focus_hit = len(focus & (sentence_words | title_words)) / max(1, len(focus))
-        if weighed:
-            if not carries_focus(set(ANALYZER.tokens(sentence)) | title_stems, weighed):
-                continue
-        elif focus_hit == 0:
-            continue
-        overlap = 0.7 * focus_hit + 0.3 * len(terms & sentence_words) / max(1, len(terms))
-        start, end = hit.start + s, hit.start + e
-        before, after = context_around(hit.text, s, e)
-        out.append(
-            Evidence(
-                id=evidence_id(hit.doc_id, start, end),
-                quote=sentence,
-                start=start,
-                end=end,
-                content_hash=sha256_hex(sentence),
-                source=SourceRef(
-                    doc_id=hit.doc_id,
-                    title=hit.title,
-                    url=hit.url,
-                    published=hit.published,
-                    fetched_at=fetched_at,
-                    corpus=corpus,
-                ),
-                origin_subtask_id=subtask_id,
-                # The passage's rank score, lifted by how much of the sub-question the sentence itself covers;
-                # earlier sentences of a passage (Wikipedia leads put the definition first) get a small edge.
-                score=round(hit.score * (0.5 + overlap) * (1.0 - min(s, 2000) / 20000), 6),
-                context_before=before,
-                context_after=after,
-            )
-        )
+def sentence_candidates(hit: SearchHit, fetched_at: str) -> list[SentenceCandidate]:
+    """Every fact-shaped sentence of a passage, in order."""
+    out = []
+    for position, (s, e) in enumerate(sentence_spans(hit.text)):
+        if is_fact_shaped(hit.text[s:e]):
+            out.append(SentenceCandidate(hit=hit, start=s, end=e, position=position, fetched_at=fetched_at))
     return out
+
+
+def to_evidence(
+    candidate: SentenceCandidate, *, subtask_id: str, corpus: str, relevance: float | None, score: float
+) -> Evidence:
+    """The candidate as evidence: offsets into the stored document, content hash, source and context."""
+    hit, s, e = candidate.hit, candidate.start, candidate.end
+    sentence = hit.text[s:e]
+    start, end = hit.start + s, hit.start + e
+    before, after = context_around(hit.text, s, e)
+    return Evidence(
+        id=evidence_id(hit.doc_id, start, end),
+        quote=sentence,
+        start=start,
+        end=end,
+        content_hash=sha256_hex(sentence),
+        source=SourceRef(
+            doc_id=hit.doc_id,
+            title=hit.title,
+            url=hit.url,
+            published=hit.published,
+            fetched_at=candidate.fetched_at,
+            corpus=corpus,
+        ),
+        origin_subtask_id=subtask_id,
+        score=round(score, 6),
+        relevance=relevance,
+        context_before=before,
+        context_after=after,
+    )
 
 
 def fingerprint(ev: Evidence) -> str:

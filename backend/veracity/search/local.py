@@ -7,14 +7,15 @@ the in-memory index is turned off.
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.corpus_repo import ChunkHit, search_chunks
 from veracity.graph.context import SearchHit
-from veracity.search.memindex import MemoryIndexes, index_stems
+from veracity.search.memindex import MemoryIndexes
+from veracity.semantic.model import SemanticModel
 from veracity.settings import SearchSettings
-
-RARITY_MIN_PASSAGES = 1000
 
 
 class LocalSearch:
@@ -25,31 +26,30 @@ class LocalSearch:
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
         memory_max_chunks: int = SearchSettings.model_fields["memory_index_max_chunks"].default,
+        semantic: SemanticModel | None = None,
     ) -> None:
         """``memory_max_chunks``: the in-memory index's size limit (0: none); the settings' default unless given
-        (``veracity.search.providers.local_search`` passes the configured one)."""
+        (``veracity.search.providers.local_search`` passes the configured one). ``semantic``: the model that
+        makes the in-memory search hybrid (BM25 + dense over passage vectors); None = BM25 alone."""
         self._sessionmaker = sessionmaker
-        self.indexes = MemoryIndexes(sessionmaker, max_chunks=memory_max_chunks) if memory_max_chunks else None
+        self.semantic = semantic
+        self.indexes = (
+            MemoryIndexes(sessionmaker, max_chunks=memory_max_chunks, semantic=semantic) if memory_max_chunks else None
+        )
 
     async def chunks(self, *, query: str, corpus: str, k: int) -> list[ChunkHit]:
         index = await self.indexes.get(corpus) if self.indexes is not None else None
         if index is not None:
-            return index.search(query, k)
+            vector = None
+            if self.semantic is not None and index.vectors is not None:
+                vector = (await asyncio.to_thread(self.semantic.encode, [query]))[0]
+            return index.search(query, k, vector)
         async with self._sessionmaker() as session:
             return await search_chunks(session=session, corpus=corpus, query=query, k=k)
 
-    async def term_weights(self, *, terms: list[str], corpus: str) -> dict[str, float] | None:
-        """The terms' rarity in the corpus (``MemoryIndex.rarity``) keyed by their index stems (``index_stems``:
-        "o'brien" is weighed as "brien", "elections" as "elect"), or None when it cannot be measured: no
-        in-memory index, or fewer than ``RARITY_MIN_PASSAGES`` passages — in a dozen help articles "get" and
-        "since" look rarer than "refund", and a curated corpus that small is on topic by construction."""
-        index = await self.indexes.get(corpus) if self.indexes is not None else None
-        if index is None or len(index.hits) < RARITY_MIN_PASSAGES:
-            return None
-        return {stem: index.stem_rarity(stem) for stem in index_stems(terms)}
-
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
         hits = await self.chunks(query=query, corpus=corpus, k=k)
+        index = self.indexes.peek(corpus) if self.indexes is not None else None
         return [
             SearchHit(
                 doc_id=h.doc_id,
@@ -61,6 +61,7 @@ class LocalSearch:
                 url=h.url,
                 published=h.published,
                 key=f"{corpus}:chunk:{h.chunk_id}",
+                vector=index.vector_of(h.chunk_id) if index is not None else None,
             )
             for h in hits
         ]

@@ -35,6 +35,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.corpus_repo import ChunkHit, query_terms
 from veracity.db.models import Chunk, Document
+from veracity.rank.embed import fuse_scores
+from veracity.semantic.model import SemanticModel
+from veracity.semantic.vectors import ensure_vectors, load_matrix
 
 K1, B, TITLE_WEIGHT = 1.2, 0.75, 2.0
 RECHECK_SECONDS = 1.0
@@ -80,9 +83,21 @@ class Posting:
     impacts: npt.NDArray[np.float32]
 
 
+HYBRID_POOL = 40
+"""Candidates taken from each half (BM25 and dense) before fusion."""
+DENSE_WEIGHT = 0.5
+"""Share of the dense cosine in the fused score: the uninformed prior (both signals count equally), fixed before
+any measurement (see ``veracity.rank.embed.fuse_scores``)."""
+
+
 class MemoryIndex:
-    def __init__(self, hits: list[ChunkHit], analyzer: Analyzer | None = None) -> None:
+    def __init__(
+        self, hits: list[ChunkHit], analyzer: Analyzer | None = None, vectors: npt.NDArray[np.float32] | None = None
+    ) -> None:
+        """``vectors``: one passage-head vector per hit (row order), for the dense half of ``search``."""
         self.hits = hits
+        self.vectors = vectors
+        self._rows = {h.chunk_id: row for row, h in enumerate(hits)} if vectors is not None else {}
         self.analyzer = analyzer or Analyzer()
         titles = [Counter(self.analyzer.tokens(h.title)) for h in hits]
         texts = [Counter(self.analyzer.tokens(h.text)) for h in hits]
@@ -104,6 +119,11 @@ class MemoryIndex:
             idf = max(math.log((n - len(rows) + 0.5) / (len(rows) + 0.5)), 1e-6)
             self.postings[term] = Posting(np.array(rows, dtype=np.int32), np.array(parts, dtype=np.float32) * idf)
 
+    def vector_of(self, chunk_id: int) -> npt.NDArray[np.float32] | None:
+        """The passage's head vector, when this index has vectors."""
+        row = self._rows.get(chunk_id)
+        return self.vectors[row] if self.vectors is not None and row is not None else None
+
     def rarity(self, word: str) -> float:
         """How much a word says about a passage: ln(1 + N / df) over this corpus's passages, always positive;
         0 for a word no passage holds (nothing this corpus returns can carry it)."""
@@ -114,20 +134,38 @@ class MemoryIndex:
         posting = self.postings.get(stem)
         return math.log(1 + len(self.hits) / len(posting.rows)) if posting is not None else 0.0
 
-    def search(self, query: str, k: int) -> list[ChunkHit]:
-        """Best ``k`` passages for the query's content words (an OR of them, as the FTS5 path sends)."""
+    def search(self, query: str, k: int, vector: npt.NDArray[np.float32] | None = None) -> list[ChunkHit]:
+        """Best ``k`` passages for the query's content words (an OR of them, as the FTS5 path sends); with the
+        query's ``vector`` and passage vectors, hybrid: the best ``HYBRID_POOL`` of each half, fused."""
+        if k <= 0:
+            return []
         stems = {self.analyzer.stem(t) for t in query_terms(query)}
         postings = [self.postings[s] for s in stems if s in self.postings]
-        if not postings or k <= 0:
-            return []
         scores = np.zeros(len(self.hits), dtype=np.float32)
         for p in postings:
             scores[p.rows] += p.impacts
+        if vector is not None and self.vectors is not None and len(self.hits):
+            return self._hybrid(scores, self.vectors @ vector, k)
+        if not postings:
+            return []
         k = min(k, int(np.count_nonzero(scores)))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.flatnonzero(scores)
         # Highest score first; ties by row, which is passage-id order (rows are loaded sorted by id).
         order = top[np.lexsort((top, -scores[top]))]
         return [replace(self.hits[r], score=round(float(scores[r]), 6)) for r in order.tolist()]
+
+    def _hybrid(self, lexical: npt.NDArray[np.float32], dense: npt.NDArray[np.float32], k: int) -> list[ChunkHit]:
+        """BM25 and cosine fused over the union of each one's best ``HYBRID_POOL`` (min-max, convex)."""
+        pool = min(HYBRID_POOL, len(self.hits))
+        from_lexical = np.argpartition(-lexical, pool - 1)[:pool] if pool < len(lexical) else np.arange(len(lexical))
+        from_lexical = from_lexical[lexical[from_lexical] > 0]
+        from_dense = np.argpartition(-dense, pool - 1)[:pool] if pool < len(dense) else np.arange(len(dense))
+        rows = np.unique(np.concatenate([from_lexical, from_dense]))
+        fused = np.asarray(
+            fuse_scores(lexical[rows].tolist(), dense[rows].tolist(), weight=DENSE_WEIGHT), dtype=np.float64
+        )
+        order = np.lexsort((rows, -fused))[:k]
+        return [replace(self.hits[rows[i]], score=round(float(fused[i]), 6)) for i in order.tolist()]
 
 
 @dataclass
@@ -141,15 +179,28 @@ class _Entry:
 class MemoryIndexes:
     """The process's in-memory indexes, one per corpus, built on first use and rebuilt when the corpus changes."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], *, max_chunks: int) -> None:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        *,
+        max_chunks: int,
+        semantic: SemanticModel | None = None,
+    ) -> None:
+        """``semantic``: the model whose passage vectors make the search hybrid (None: BM25 alone)."""
         self.sessionmaker = sessionmaker
         self.max_chunks = max_chunks
+        self.semantic = semantic
         self._entries: dict[str, _Entry] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     def _fresh(self, corpus: str) -> _Entry | None:
         entry = self._entries.get(corpus)
         return entry if entry is not None and time.monotonic() - entry.checked < RECHECK_SECONDS else None
+
+    def peek(self, corpus: str) -> MemoryIndex | None:
+        """The corpus's index as last built, without a freshness check (``get`` has just made one)."""
+        entry = self._entries.get(corpus)
+        return entry.index if entry is not None else None
 
     async def get(self, corpus: str) -> MemoryIndex | None:
         """The corpus's index, or None when the corpus is empty or larger than ``max_chunks`` (FTS5 then
@@ -170,7 +221,15 @@ class MemoryIndexes:
                 hits = None
                 if 0 < token[0] <= self.max_chunks:
                     hits = await _all_chunks(session, corpus)
-            index = await asyncio.to_thread(MemoryIndex, hits) if hits is not None else None
+            vectors = None
+            if hits is not None and self.semantic is not None:
+                # A corpus ingested before (or without) the model gets its vectors now, once, and keeps them.
+                await ensure_vectors(sessionmaker=self.sessionmaker, model=self.semantic, corpus=corpus)
+                async with self.sessionmaker() as session:
+                    vectors = await load_matrix(
+                        session=session, corpus=corpus, model=self.semantic.id, chunk_ids=[h.chunk_id for h in hits]
+                    )
+            index = await asyncio.to_thread(MemoryIndex, hits, None, vectors) if hits is not None else None
             self._entries[corpus] = _Entry(index=index, token=token, checked=time.monotonic())
             return index
 

@@ -12,6 +12,7 @@ from veracity.fetch.cache import CachedFetcher
 from veracity.fetch.types import FetchPolicy
 from veracity.graph.context import HitRanker, PageSource, SearchProvider
 from veracity.search.local import LocalSearch
+from veracity.semantic.model import SemanticModel
 from veracity.settings import FetchSettings, SearchSettings, Settings
 
 
@@ -30,9 +31,12 @@ def fetch_policy(settings: FetchSettings) -> FetchPolicy:
     )
 
 
-def local_search(settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]) -> LocalSearch:
-    """BM25 over the local corpora, through the in-memory index up to the settings' size limit."""
-    return LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks)
+def local_search(
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], semantic: SemanticModel | None = None
+) -> LocalSearch:
+    """BM25 over the local corpora, through the in-memory index up to the settings' size limit; hybrid (BM25 +
+    dense passage vectors) when ``semantic`` is given."""
+    return LocalSearch(sessionmaker, memory_max_chunks=settings.search.memory_index_max_chunks, semantic=semantic)
 
 
 def web_search(settings: SearchSettings) -> SearchProvider:

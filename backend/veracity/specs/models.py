@@ -169,6 +169,17 @@ class QaPolicy(Strict):
     )
 
 
+class RelevancePolicy(Strict):
+    """How relevant a sentence must be to the question to be evidence, and a claim to ship."""
+
+    min_relevance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Probability cut-off of the relevance model; unset = the cut-off fitted with the model.",
+    )
+
+
 class DefaultSource(Strict):
     kind: Literal["local", "web"] = "local"
     corpus: str = "wiki"
@@ -206,6 +217,7 @@ class Spec(Strict):
     composer: ComposerDirectives = Field(default_factory=ComposerDirectives)
     qa_policy: QaPolicy = Field(default_factory=QaPolicy)
     default_source: DefaultSource = Field(default_factory=DefaultSource)
+    relevance: RelevancePolicy = Field(default_factory=RelevancePolicy)
     stale_after_days: int | None = Field(
         default=None, ge=1, description="Evidence published longer ago than this makes a section `stale`."
     )

@@ -26,7 +26,7 @@ MAX_VERIFY_ITEMS = 200
 
 class ResearchRequest(BaseModel):
     question: str = Field(description="What to research (1–2,000 characters).")
-    template: str = Field(default="market_brief", description="A spec id, e.g. market_brief.")
+    template: str = Field(default="answer", description="A spec id, e.g. answer or market_brief.")
     corpus: str | None = Field(default=None, description="Local corpus to search; the template's default if omitted.")
 
 

@@ -62,6 +62,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.settings = settings
         app.state.sessionmaker = sessionmaker
         app.state.service = service
+        # Every page says so when meaning cannot decide (the model did not load): never silently lexical.
+        app.state.templates.env.globals["relevance_notice"] = service.semantics.notice
         app.state.graph_shape = graph_shape(graph)
         try:
             yield

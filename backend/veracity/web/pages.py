@@ -64,7 +64,7 @@ async def start_run(
     service: ServiceDep,
     session: SessionDep,
     question: Annotated[str, Form()] = "",
-    template: Annotated[str, Form()] = "market_brief",
+    template: Annotated[str, Form()] = "answer",
     corpus: Annotated[str, Form()] = "",
 ) -> Response:
     try:

@@ -31,6 +31,7 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         attempt=attempt,
         per_section=ctx.limits.claims_per_section,
         violations=list(feedback),
+        semantic=ctx.semantic,
     )
     failure: str | None = None
     malformed: list[Violation] = []

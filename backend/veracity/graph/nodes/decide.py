@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from veracity import messages
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
@@ -29,7 +30,7 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
             return "revise", f"attempt {attempt} failed: {checks}", None
         return "fail_safe", f"drafting attempts exhausted ({attempt}) with failed checks: {checks}", None
     if not any(s.claims for s in draft):
-        return "fail_safe", "no evidence was found for any section", None
+        return "fail_safe", nothing_relevant(state), None
     missing = missing_required(spec, {s.id for s in draft if s.claims})
     if missing:  # the pre-persistence gate would refuse it: no point shipping a draft only to see it rejected
         return "fail_safe", f"required sections without a supported claim: {', '.join(missing)}", None
@@ -50,6 +51,19 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
         )
         return "handoff", why, why
     return "ship", "every claim is anchored, grounded and within policy", None
+
+
+def nothing_relevant(state: RunState) -> str:
+    """The honest reason when no claim is left: nothing in the corpus answers the question, and what came
+    closest (the best sentences below the relevance cut-off, by title)."""
+    closest = sorted(
+        (c for stat in state.get("branch_stats", []) for c in stat.closest), key=lambda c: -float(c["relevance"])
+    )
+    titles = list(dict.fromkeys(str(c["title"]) for c in closest))[:3]
+    where = f"corpus {state.get('corpus', '?')}"
+    if titles:
+        return messages.NOTHING_RELEVANT_CLOSEST.format(where=where, closest="; ".join(titles))
+    return messages.NOTHING_RELEVANT.format(where=where)
 
 
 async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -8,11 +8,10 @@ import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
-from sqlalchemy.exc import SQLAlchemyError
 
 from veracity.compose.base import MalformedOutput, ModelError
 from veracity.domain import Subtask
-from veracity.graph.context import Context, TermWeigher
+from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.specs.models import Spec
 from veracity.text import content_terms
@@ -77,13 +76,6 @@ async def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             await ctx.audit("plan", 0, {"planner": ctx.planner.name, "failure": str(exc)[:500]})
     subtasks = ensure_core_sections(subtasks or heuristic_plan(state["question"], spec), spec)
     cover = coverage(subtasks, spec)
-    if isinstance(ctx.search, TermWeigher):
-        # Once per run, for every branch: how rare each focus word is in the corpus (retrieve's focus filter).
-        terms = list(dict.fromkeys(t for st in subtasks for t in (st.focus_terms or content_terms(st.question))))
-        try:
-            ctx.focus_weights = await ctx.search.term_weights(terms=terms, corpus=state["corpus"])
-        except SQLAlchemyError as exc:  # a filter lost, not a run: the branches search (and report) anyway
-            logger.warning("run %s could not weigh its focus words: %s", state["run_id"], exc)
     unrouted = [sid for sid, ids in cover.items() if not ids]
     logger.info("run %s planned %d subtasks (%s)", state["run_id"], len(subtasks), planner)
     await runtime.context.emit(

@@ -20,7 +20,8 @@ from veracity.domain import BranchStat, Evidence, Subtask
 from veracity.errors import VeracityError
 from veracity.graph.context import Context, SearchHit
 from veracity.graph.state import RetrieveTask
-from veracity.search.evidence import dedupe_near_identical, extract_evidence
+from veracity.search.evidence import SentenceCandidate, dedupe_near_identical, sentence_candidates, to_evidence
+from veracity.semantic.relevance import Candidate
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +104,10 @@ async def _open_local(ctx: Context, hit: SearchHit, stat: BranchStat, sources: l
 
 async def _search_and_read(
     ctx: Context, task: RetrieveTask, subtask: Subtask, stat: BranchStat, sources: list[dict[str, Any]]
-) -> list[Evidence]:
-    found: list[Evidence] = []
+) -> list[SentenceCandidate]:
+    """Search each query, open each hit once per run, and collect the fact-shaped sentences of what was opened:
+    hits in rank order, at most ``max_candidates`` sentences a branch (relevance is paid per sentence)."""
+    found: list[SentenceCandidate] = []
     for query in subtask.queries:
         hits = await ctx.search.search(query=query, corpus=task["corpus"], k=ctx.limits.search_k)
         stat.queries += 1
@@ -122,18 +125,42 @@ async def _search_and_read(
                 hit, fetched_at = page, sources[-1]["fetched_at"]
             elif not await _open_local(ctx, hit, stat, sources):
                 continue
-            found.extend(
-                extract_evidence(
-                    hit,
-                    query=subtask.question,
-                    focus_terms=subtask.focus_terms,
-                    subtask_id=subtask.id,
-                    corpus=task["corpus"],
-                    fetched_at=fetched_at,
-                    weights=ctx.focus_weights,
-                )
-            )
-    return found
+            found.extend(sentence_candidates(hit, fetched_at))
+    return found[: ctx.max_candidates]
+
+
+def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
+    """What the relevance model reads of each sentence: its title, position and adjacent sentences."""
+    where = {(id(c.hit), c.position): i for i, c in enumerate(found)}
+    return [
+        Candidate(
+            text=c.text,
+            title=c.hit.title,
+            position=c.position,
+            neighbours=tuple(
+                j for p in (c.position - 1, c.position + 1) if (j := where.get((id(c.hit), p))) is not None
+            ),
+            passage_vector=c.hit.vector,
+        )
+        for c in found
+    ]
+
+
+def _select(
+    ctx: Context, question: str, task: RetrieveTask, found: list[SentenceCandidate], stat: BranchStat
+) -> list[Evidence]:
+    """Evidence = the candidates at or above the template's relevance cut-off, most relevant first; the best
+    ones below it are kept on the branch as the closest passages (for an honest "nothing answers this")."""
+    scores = ctx.relevance.score(question, _as_candidates(found))
+    cutoff = ctx.relevance.threshold(ctx.spec.relevance.min_relevance)
+    ranked = sorted(zip(scores, found, strict=True), key=lambda t: -t[0])
+    kept = [
+        to_evidence(c, subtask_id=task["subtask"].id, corpus=task["corpus"], relevance=p, score=p)
+        for p, c in ranked
+        if p >= cutoff
+    ]
+    stat.closest = [{"title": c.hit.title, "doc_id": c.hit.doc_id, "relevance": p} for p, c in ranked[:3] if p < cutoff]
+    return kept
 
 
 async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -144,7 +171,9 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
     sources: list[dict[str, Any]] = []
     try:
         found = await _search_and_read(ctx, task, subtask, stat, sources)
-        kept = dedupe_near_identical(found)[: ctx.limits.evidence_per_subtask]
+        # Off the event loop: embedding the sentences is CPU work.
+        selected = await asyncio.to_thread(_select, ctx, task["question"], task, found, stat)
+        kept = dedupe_near_identical(selected)[: ctx.limits.evidence_per_subtask]
         stat.evidences = len(kept)
     except (VeracityError, SQLAlchemyError, OSError) as exc:
         logger.warning("run %s branch %s failed: %s", task["run_id"], subtask.id, exc)

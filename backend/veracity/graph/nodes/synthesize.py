@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -9,7 +10,7 @@ from langgraph.runtime import Runtime
 from veracity.domain import Shard
 from veracity.graph.context import Context
 from veracity.graph.state import SynthesizeTask
-from veracity.synthesis import route_shard
+from veracity.synthesis import SectionFit, route_shard
 
 
 async def synthesize(task: SynthesizeTask, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -17,7 +18,9 @@ async def synthesize(task: SynthesizeTask, runtime: Runtime[Context]) -> dict[st
     subtask = task["subtask"]
     await ctx.emit("synthesize_map_progress", {"subtask_id": subtask.id, "status": "running", "evidences": 0})
     targets = [ctx.spec.section(sid) for sid in subtask.target_sections]
-    sections, orphans = route_shard(task["evidence"], targets)
+    fit = SectionFit(ctx.semantic, task["question"])
+    # Embedding the sentences (cached since retrieve) and sections is CPU work: off the event loop.
+    sections, orphans = await asyncio.to_thread(route_shard, task["evidence"], targets, fit, ctx.spec.evidence_sections)
     shard = Shard(subtask_id=subtask.id, sections=sections, orphans=orphans)
     await ctx.emit(
         "synthesize_map_progress",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
-from veracity.synthesis import backfill
+from veracity.synthesis import SectionFit, backfill
 
 
 async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -21,7 +22,8 @@ async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[s
             sections.setdefault(sid, []).extend(ids)
     # An evidence id lands once per section, best-scored first.
     sections = {sid: sorted(set(ids), key=lambda i: rank.get(i, len(rank))) for sid, ids in sections.items()}
-    sections, filled = backfill(spec, sections, evidence)
+    fit = SectionFit(runtime.context.semantic, state["question"])
+    sections, filled = await asyncio.to_thread(backfill, spec, sections, evidence, fit)
     await runtime.context.emit(
         "synthesize_merge_complete",
         {"sections": {sid: len(ids) for sid, ids in sections.items()}, "backfilled": filled},

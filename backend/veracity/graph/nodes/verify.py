@@ -1,5 +1,6 @@
-"""``verify``: L1 citations (code) → L2 grounding judge (skipped when L1 failed) → L3 supervisor rules (code)
-→ the reviewer's typed verdict. Filler is cut first; section status and the run's confidence come last.
+"""``verify``: L1 citations (code) → relevance (off-topic claims cut, ``guards.relevance``) → L2 grounding judge
+(skipped when L1 failed) → L3 supervisor rules (code) → the reviewer's typed verdict. Filler is cut first;
+section status and the run's confidence come last.
 
 Model judgement sits between deterministic layers: L1 and L3 cannot be argued with, and the final verdict is
 code combining every layer — a reviewer's ``ok`` cannot ship a draft a check failed.
@@ -7,6 +8,7 @@ code combining every layer — a reviewer's ``ok`` cannot ship a draft a check f
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -18,6 +20,7 @@ from veracity.graph.state import RunState
 from veracity.guards.citations import citation_violations
 from veracity.guards.filler import cut_filler
 from veracity.guards.grounding import ground
+from veracity.guards.relevance import check_relevance
 from veracity.guards.reviewer import RuleReviewer
 from veracity.guards.status import confidence, with_status
 from veracity.guards.supervisor import answer_language, supervisor_violations
@@ -41,7 +44,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         violations = list(state.get("compose_violations", []))
         checks = {
             layer: {"skipped": "the draft did not parse" if violations else "the model failed"}
-            for layer in ("l1", "l2", "l3")
+            for layer in ("l1", "relevance", "l2", "l3")
         }
         review = ReviewVerdict(
             verdict="revise",
@@ -52,6 +55,10 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         draft = cut_filler(state["draft"], evidence)
         l1 = citation_violations(draft, evidence, spec.policy.citation_pattern)
         checks["l1"] = _summary(l1)
+        # Off the event loop: a reworded claim is embedded to be scored.
+        draft, checks["relevance"] = await asyncio.to_thread(
+            check_relevance, draft, evidence, state["question"], spec, ctx.relevance
+        )
         if l1:
             l2: list[Violation] = []
             checks["l2"] = {"skipped": "L1 failed; the draft goes back without paying for a judge"}
@@ -116,6 +123,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "language": language,
             "violations": [v.model_dump(exclude_none=True) for v in violations],
             "filler_cut": {s.id: s.filler_cut for s in draft if s.filler_cut},
+            "off_topic_cut": {s.id: s.off_topic_cut for s in draft if s.off_topic_cut},
         },
     )
     await ctx.emit(
@@ -132,6 +140,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "violations": [v.model_dump(exclude_none=True) for v in violations],
             "sections": {s.id: s.status for s in draft},
             "claims": sum(len(s.claims) for s in draft),
+            "off_topic": sum(len(s.off_topic_cut) for s in draft),
             "confidence": run_confidence,
         },
     )

