@@ -154,7 +154,7 @@ def test_ask_piped_writes_one_plain_line_per_event_and_only_the_report_to_stdout
     assert seqs == list(range(1, len(seqs) + 1))
     names = [m.group(2) for m in events if m]
     assert names[0] == "run_started" and names[-1] == "complete" and "planner_complete" in names
-    assert lines[1].endswith("run_started template=market_brief corpus=small")
+    assert lines[1].endswith("run_started template=answer corpus=small")  # the default template
     assert lines[-1].endswith("complete outcome=shipped")
     branch = [line for line in lines if "retrieve_map_progress" in line and " done " in line]
     assert branch and all(
@@ -200,7 +200,7 @@ def dead_searxng() -> dict[str, str]:
 
 
 def test_ask_failures_stay_above_the_bar(db_url: str) -> None:
-    code, out, raw = in_terminal(["ask", "moons of Mars", "--corpus", "web", "--json"], db_url, **dead_searxng())
+    code, out, raw = in_terminal(["ask", "moons of Mars", "--corpus", "web", "--template", "market_brief", "--json"], db_url, **dead_searxng())
     assert code == 0, raw
     assert json.loads(out)["outcome"] == "fallback"
     shown = screen(raw)
@@ -212,7 +212,7 @@ def test_ask_failures_stay_above_the_bar(db_url: str) -> None:
 
 
 def test_ask_failures_piped_are_plain_lines_with_the_error(db_url: str) -> None:
-    piped_out = piped(["ask", "moons of Mars", "--corpus", "web", "--json"], db_url, **dead_searxng())
+    piped_out = piped(["ask", "moons of Mars", "--corpus", "web", "--template", "market_brief", "--json"], db_url, **dead_searxng())
     assert piped_out.returncode == 0 and json.loads(piped_out.stdout)["outcome"] == "fallback"
     assert_plain(piped_out.stderr)
     assert len(re.findall(r"retrieve_map_progress \S+ failed .* error=\"SearchFailed: ", piped_out.stderr)) == 3

@@ -18,7 +18,7 @@ from veracity.guards.citations import citation_violations
 from veracity.runs.events import PIPELINE_EVENTS
 from veracity.settings import LimitSettings
 from veracity.specs.registry import SpecRegistry
-from veracity.synthesis import route_shard
+from veracity.synthesis import SectionFit, route_shard
 
 SPECS = SpecRegistry.load()
 
@@ -117,9 +117,16 @@ async def test_extractive_draft_every_claim_anchored_and_resolving() -> None:
         assert claim.evidence_ids and set(claim.evidence_ids) <= ids
         assert claim.text == quotes[claim.evidence_ids[0]]  # verbatim
         assert claim.label == "supported"
+    # The summary is written from the other sections' best claims, moved rather than copied: a summary sentence
+    # stays in its section only when moving it would empty that section, and no sentence is in two sections.
     summary = next(s for s in state["draft"] if s.id == "executive_summary")
-    others = {c.text for s in state["draft"] if s.id != "executive_summary" for c in s.claims}
-    assert summary.claims and {c.text for c in summary.claims} <= others
+    others = [s for s in state["draft"] if s.id != "executive_summary"]
+    texts = [c.text for s in others for c in s.claims]
+    assert summary.claims and texts and len(texts) == len(set(texts))
+    for claim in summary.claims:
+        holders = [s for s in others if claim.text in {c.text for c in s.claims}]
+        assert all(len(s.claims) == 1 for s in holders), claim.text
+    assert any(claim.text not in texts for claim in summary.claims)  # at least one was moved
 
 
 async def test_evidence_offsets_point_at_the_quote_in_the_source() -> None:
@@ -160,7 +167,7 @@ async def test_nothing_found_goes_to_fail_safe() -> None:
         "synthesize_complete",
         {
             "decision": "fail_safe",
-            "reason": "no evidence was found for any section",
+            "reason": "Nothing in corpus c answers this question",
             "attempts": 1,
             "confidence": 0.0,
             "sections": {
@@ -175,10 +182,10 @@ async def test_nothing_found_goes_to_fail_safe() -> None:
 
 def test_fan_out_sends_one_branch_per_subtask_with_its_own_slice() -> None:
     subtasks = [Subtask(id=f"st{i}", question="q", queries=["q"], target_sections=["key_findings"]) for i in (1, 2)]
-    sends = fan_out_retrieve({"run_id": "r", "corpus": "c", "subtasks": subtasks})
+    sends = fan_out_retrieve({"run_id": "r", "corpus": "c", "question": "q", "subtasks": subtasks})
     assert [(s.node, s.arg["subtask"].id) for s in sends] == [("retrieve", "st1"), ("retrieve", "st2")]
     ev = _evidence("e1", "st2")
-    sends = fan_out_synthesize({"run_id": "r", "subtasks": subtasks, "evidence": [ev]})
+    sends = fan_out_synthesize({"run_id": "r", "question": "q", "subtasks": subtasks, "evidence": [ev]})
     assert [(s.node, [e.id for e in s.arg["evidence"]]) for s in sends] == [
         ("synthesize", []),
         ("synthesize", ["e1"]),
@@ -218,7 +225,7 @@ def test_shard_routing_by_keywords_and_orphans_round_robin() -> None:
         _evidence("o1", "st1", "Nothing relevant here at all."),
         _evidence("o2", "st1", "Nor anything here either."),
     ]
-    shard, orphans = route_shard(evs, targets)
+    shard, orphans = route_shard(evs, targets, SectionFit(model=None, question="q"))
     assert shard == {"market_landscape": ["m", "o1"], "data_notes": ["d", "o2"]}
     assert orphans == 2
 

@@ -395,6 +395,20 @@ def test_confidence_is_mean_label_weight_times_supported_required_share() -> Non
     assert confidence(spec, [section("findings"), section("context")]) == 0.0  # no claims
 
 
+def test_confidence_counts_claims_cut_as_off_topic_as_zero() -> None:
+    spec = status_spec()
+    kept = [labelled("supported", "a"), labelled("supported", "b")]
+    on_topic = [
+        section("findings", *kept).model_copy(update={"status": "supported"}),
+        section("context", kept[0]).model_copy(update={"status": "supported"}),
+    ]
+    assert confidence(spec, on_topic) == 1.0
+    # The same kept claims, but the composer also drafted three the relevance check cut: 3 of 6 drafted count.
+    half_off = [on_topic[0].model_copy(update={"off_topic_cut": ["x", "y", "z"]}), on_topic[1]]
+    assert confidence(spec, half_off) == 0.5
+    assert confidence(spec, [section("findings").model_copy(update={"off_topic_cut": ["x"]})]) == 0.0
+
+
 # ---- the pre-persistence gate -----------------------------------------------------------------------------------
 
 SUMMARY_TEXT = "Section 90A(1) of the Evidence Act 1950 makes a computer-produced document admissible as evidence."

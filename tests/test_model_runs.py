@@ -235,8 +235,8 @@ MS_DISCLAIMER = (
 # A short Malay answer (verbatim from the bundled Malay note) under English headings, with the English disclaimer a
 # small model copied from its instructions: the raw text reads as English, the answer is Malay.
 SHORT_MALAY = (
-    "## Summary\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E5}]\n\n"
-    "## Statutory provisions\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E5}]\n\n"
+    "## Summary\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E:Seksyen 90A(4) menganggap}]\n\n"
+    "## Statutory provisions\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E:Seksyen 90A(4) menganggap}]\n\n"
     f"## Disclaimer\n{EN_DISCLAIMER}\n"
 )
 
@@ -258,7 +258,8 @@ async def test_a_short_malay_answer_gets_the_malay_disclaimer_and_ships_without_
     )
     report = result["report"]
     prompt = llm.requests_for("composer")[0]["messages"][1]["content"]
-    assert re.findall(r"^\[evidence:\w+\] (.*)$", prompt, re.M)[4].startswith("Seksyen 90A(4) menganggap")  # {E5}
+    listed = re.findall(r"^\[evidence:\w+\] (.*)$", prompt, re.M)
+    assert any(q.startswith("Seksyen 90A(4) menganggap") for q in listed)  # the sentence the script cites
     assert not {"disclaimer_language", "disclaimer_missing"} & fired(result)
     assert report["outcome"] == "shipped" and report["disclaimer"] == MS_DISCLAIMER
     assert len(llm.requests_for("composer")) == 1  # no revise spent on the disclaimer

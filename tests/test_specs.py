@@ -11,7 +11,7 @@ def test_bundled_specs_have_the_sections_the_templates_promise() -> None:
     brief = registry.get("market_brief")
     assert [(s.id, s.required, s.min_evidence) for s in brief.sections] == [
         ("executive_summary", True, 1),
-        ("key_findings", True, 1),
+        ("key_findings", True, 2),
         ("market_landscape", False, 1),
         ("data_notes", False, 1),
     ]

@@ -22,7 +22,8 @@ def _published(value: str | None) -> datetime | None:
 
 
 def section_status(spec: Spec, section: SectionDraft, by_id: dict[str, Evidence], now: datetime) -> SectionStatus:
-    """``supported``: at least the section's ``min_evidence`` relevant, grounded claims; ``thin_evidence``: fewer;
+    """``supported``: relevant, grounded claims citing at least the section's ``min_evidence`` distinct evidences;
+    ``thin_evidence``: fewer;
     ``not_found``: none; ``stale``: every source older than the template allows. (Claims the relevance check cut
     are no longer in the section, so only relevant claims count.)"""
     grounded = [
@@ -36,7 +37,7 @@ def section_status(spec: Spec, section: SectionDraft, by_id: dict[str, Evidence]
         if all(d is not None and (now - d).days > spec.stale_after_days for d in dates):
             return "stale"
     needed = max(1, spec.section(section.id).min_evidence)
-    return "supported" if len(grounded) >= needed else "thin_evidence"
+    return "supported" if len(cited) >= needed else "thin_evidence"
 
 
 def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence]) -> list[SectionDraft]:
@@ -46,16 +47,19 @@ def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence])
 
 
 def confidence(spec: Spec, draft: list[SectionDraft], stated: float | None = None) -> float:
-    """Mean over the claims of label weight × relevance (how well each is grounded and how much it answers the
-    question), times the share of required sections that are supported; capped by the composer's own stated
-    confidence when it gives one."""
+    """Mean label weight over every claim the composer drafted, a claim the relevance check cut as off topic
+    counting zero (so the share of the draft that answers the question weighs in, not just how well the kept
+    claims are anchored), times the share of required sections that are supported (which needs enough relevant
+    claims); capped by the composer's own stated confidence when it gives one.
+
+    The relevance model's raw probabilities are not used as weights: they are relative to a pool of candidates
+    (about one in five relevant), so a true answer sentence may score 0.35 — above the cut-off, yet it would
+    read as a weak claim."""
     claims = [c for s in draft for c in s.claims]
+    cut = sum(len(s.off_topic_cut) for s in draft)
     if not claims:
         return 0.0
-    mean = sum(
-        LABEL_WEIGHT.get(c.label or "unsupported", 0.0) * (c.relevance if c.relevance is not None else 1.0)
-        for c in claims
-    ) / len(claims)
+    mean = sum(LABEL_WEIGHT.get(c.label or "unsupported", 0.0) for c in claims) / (len(claims) + cut)
     required = [s for s in draft if spec.section(s.id).required]
     share = sum(1 for s in required if s.status == "supported") / len(required) if required else 1.0
     value = mean * share

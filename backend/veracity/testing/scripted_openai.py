@@ -5,7 +5,8 @@ that keeps making the same mistake).
 A step is a dict:
 - ``{"content": "..."}`` — answer with this text. ``{E1}``, ``{E2}``… are replaced by the evidence ids in the order
   the request's prompt lists them (``[evidence:ID]``), as a model copies the ids it read; ``{Q1}``, ``{Q2}``… by
-  the quotes the prompt gives for them (a faithful model's sentences); ``{EX}`` is an id never retrieved;
+  the quotes the prompt gives for them (a faithful model's sentences); ``{E:some words}`` by the id of the listed
+  evidence whose quote contains those words (whatever order relevance put it in); ``{EX}`` is an id never retrieved;
   ``{USER}`` is the request's user message itself (a rewrite that changes nothing).
 - ``{"status": 429}`` (or 500, 503…) — fail with that HTTP status (the client retries with backoff);
   ``"retry_after_ms"`` adds that header.
@@ -33,6 +34,7 @@ from veracity.checks import ANCHOR_RE
 from veracity.testing.fixture_site import FixtureSite, _Instrument
 
 _TOKEN = re.compile(r"\{([EQ])(\d+|X)\}")
+_BY_WORDS = re.compile(r"\{E:([^}]+)\}")
 _EVIDENCE_LINE = re.compile(r"^\[evidence:([A-Za-z0-9_-]+)\] (.*?)(?: \(source: [^)]*\))?$", re.M)
 
 
@@ -52,7 +54,10 @@ def substitute(content: str, prompt: str) -> str:
         eid = ids[index] if 0 <= index < len(ids) else "evnotinprompt"
         return eid if kind == "E" else quoted.get(eid, "")
 
-    return _TOKEN.sub(one, content.replace("{USER}", prompt))
+    def by_words(match: re.Match[str]) -> str:
+        return next((eid for eid, quote in quoted.items() if match.group(1) in quote), "evnotinprompt")
+
+    return _TOKEN.sub(one, _BY_WORDS.sub(by_words, content.replace("{USER}", prompt)))
 
 
 def _echo_judgement(prompt: str) -> str:
