@@ -18,6 +18,8 @@ from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.corpus_repo import DocumentIn
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
+from veracity.semantic.model import process_semantics
+from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import Settings
 
 PG_ADMIN_DSN = os.environ.get("VERACITY_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -107,7 +109,12 @@ def wiki_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     async def load() -> None:
         engine = make_engine(url)
-        await ensure_wiki_corpus(sessionmaker=make_sessionmaker(engine), chunk_chars=1200)
+        sessionmaker = make_sessionmaker(engine)
+        await ensure_wiki_corpus(sessionmaker=sessionmaker, chunk_chars=1200)
+        # Passage vectors once per session, as `make run` does, not at each copy's first search.
+        model = process_semantics(True).model
+        assert model is not None, process_semantics(True).reason
+        await ensure_vectors(sessionmaker=sessionmaker, model=model, corpus="wiki")
         await engine.dispose()
 
     asyncio.run(load())

@@ -222,6 +222,27 @@ async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_
     assert page.count('<tr class="ev') == len(await _events(client, run_id))
 
 
+async def test_run_page_states_a_template_and_corpus_that_do_not_belong_together(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+
+    async def note(question: str, template: str, corpus: str) -> str | None:
+        response = await client.post("/runs", data={"question": question, "template": template, "corpus": corpus})
+        assert response.status_code == 303, response.text
+        run_id = response.headers["location"].rsplit("/", 1)[1]
+        await client.app.state.service.wait(run_id)
+        found = re.search(
+            r'<p class="mismatch" id="corpus-mismatch"[^>]*>([^<]*)</p>', (await client.get(f"/runs/{run_id}")).text
+        )
+        return found.group(1) if found else None
+
+    general = await note("coffee market", "market_brief", "coach_reply")  # a general template on a template's corpus
+    assert general and "holds the sources of template coach_reply" in general
+    own = await note("coffee market", "coach_reply", "small")  # a template with its own corpus, elsewhere
+    assert own and "written for corpus coach_reply" in own and "searched small" in own
+    assert await note("coffee market", "market_brief", "small") is None  # any corpus of the user's: no note
+    assert await note("I sleep badly since the baby came", "coach_reply", "coach_reply") is None
+
+
 async def test_exports_and_versions_over_http(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
     response = await client.post(

@@ -233,7 +233,7 @@ async def test_live_run_watched_to_the_end(server: Server, browser: Browser) -> 
     await page.goto(f"{server.base_url}/")
     await page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
 
-    run_id = await submit_question(page, server, "What is the history of coffee production?", "market_brief")
+    run_id = await submit_question(page, server, "What is the outlook for nuclear power?", "market_brief")
 
     # The recorder was installed when the run page's DOM was ready; it must have seen the run unfinished,
     # or this test would be looking at a replay rather than a live run.

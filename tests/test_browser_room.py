@@ -45,7 +45,7 @@ from veracity import messages
 
 pytestmark = pytest.mark.browser
 
-CAR_QUESTION = "What is the history of the electric car?"
+CAR_QUESTION = "What is the outlook for nuclear power?"  # the default corpus answers it (leads only)
 ESCALATION = ("legal_research", "My client was charged under section 114 of the Evidence Act. Am I liable?")
 FALLBACK = ("market_brief", "Zorblax quuxification of the vemtrian flibber")
 XSS_CORPUS = "xss"
@@ -762,7 +762,7 @@ async def test_keyboard_reaches_the_form_exports_and_chips(fast_server: Server, 
     order = await tab_until(page, "input#run_id", 30)
     print(f"home Tab order: {order}")
     wanted = [
-        "input[name=template]=market_brief",
+        "input[name=template]=answer",  # the checked radio of the group: the default template
         "textarea#question[name=question]",
         "select#corpus[name=corpus]",
         "button",
@@ -773,7 +773,7 @@ async def test_keyboard_reaches_the_form_exports_and_chips(fast_server: Server, 
     # Arrow keys move within the template radio group.
     await page.focus("input[name=template]:checked")
     await page.keyboard.press("ArrowDown")
-    assert await page.evaluate(DESCRIBE_FOCUS_JS) != "input[name=template]=market_brief"
+    assert await page.evaluate(DESCRIBE_FOCUS_JS) != "input[name=template]=answer"
     assert (await page.evaluate(DESCRIBE_FOCUS_JS)).startswith("input[name=template]=")
 
     await page.goto(f"{fast_server.base_url}/runs/{car_run}")

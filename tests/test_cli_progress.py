@@ -199,8 +199,11 @@ def dead_searxng() -> dict[str, str]:
     }
 
 
+MARS = ["ask", "moons of Mars", "--corpus", "web", "--template", "market_brief", "--json"]  # three branches
+
+
 def test_ask_failures_stay_above_the_bar(db_url: str) -> None:
-    code, out, raw = in_terminal(["ask", "moons of Mars", "--corpus", "web", "--template", "market_brief", "--json"], db_url, **dead_searxng())
+    code, out, raw = in_terminal(MARS, db_url, **dead_searxng())
     assert code == 0, raw
     assert json.loads(out)["outcome"] == "fallback"
     shown = screen(raw)
@@ -212,7 +215,7 @@ def test_ask_failures_stay_above_the_bar(db_url: str) -> None:
 
 
 def test_ask_failures_piped_are_plain_lines_with_the_error(db_url: str) -> None:
-    piped_out = piped(["ask", "moons of Mars", "--corpus", "web", "--template", "market_brief", "--json"], db_url, **dead_searxng())
+    piped_out = piped(MARS, db_url, **dead_searxng())
     assert piped_out.returncode == 0 and json.loads(piped_out.stdout)["outcome"] == "fallback"
     assert_plain(piped_out.stderr)
     assert len(re.findall(r"retrieve_map_progress \S+ failed .* error=\"SearchFailed: ", piped_out.stderr)) == 3

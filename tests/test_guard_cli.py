@@ -207,6 +207,38 @@ def test_grade_catches_a_shipped_anchor_that_does_not_resolve() -> None:
     ]
 
 
+def test_grade_catches_a_missing_answer_an_off_topic_claim_and_a_wrong_status() -> None:
+    case = EvalCase(
+        id="relevance",
+        question="Can I get a refund?",
+        expect_outcome="shipped",
+        expect_shipped=["14 days"],
+        forbid_shipped=["Monty Python"],
+        expect_statuses={"answer": "supported"},
+    )
+    kwargs = {"spec": SUPPORT, "outcome": "shipped", "events": ["complete"], "audit": DRAFT_AUDIT, "composer_calls": 1}
+    good = shipped_report(GOOD_CLAIM)
+    good["sections"] = [{"id": "answer", "status": "supported", "claims": [GOOD_CLAIM]}]
+    assert grade(case, report=good, **kwargs)[0] == []  # type: ignore[arg-type]
+    off = {**GOOD_CLAIM, "text": "Monty Python killed the process."}
+    bad = shipped_report(off)
+    bad["sections"] = [{"id": "answer", "status": "thin_evidence", "claims": [off]}]
+    assert grade(case, report=bad, **kwargs)[0] == [  # type: ignore[arg-type]
+        "no shipped claim says '14 days'",
+        "a shipped claim says 'Monty Python'",
+        "section answer is thin_evidence, expected supported",
+    ]
+
+
+def test_eval_cases_of_the_relevance_work_pass(tmp_path: Path) -> None:
+    """answer, market_brief and investment_memo on the bundled sample corpora: the answer ships, the homonym does not,
+    a question the corpus cannot answer falls back."""
+    for spec_id in ("answer", "market_brief", "investment_memo"):
+        cases = yaml.safe_load((BUNDLED / f"{spec_id}.yaml").read_text(encoding="utf-8"))["eval_cases"]
+        out = run(["eval", "--spec", spec_id], tmp_path / f"{spec_id}.db")
+        assert out.returncode == 0 and f"{len(cases)}/{len(cases)} cases pass" in out.stdout, out.stdout + out.stderr
+
+
 def test_grade_catches_an_escalation_that_searched() -> None:
     case = EvalCase(id="personal", question="Can I sue my landlord?", expect_outcome="escalated")
     kwargs = {"spec": SUPPORT, "outcome": "escalated", "report": None, "audit": [], "composer_calls": 0}

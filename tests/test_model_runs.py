@@ -234,11 +234,8 @@ MS_DISCLAIMER = (
 )
 # A short Malay answer (verbatim from the bundled Malay note) under English headings, with the English disclaimer a
 # small model copied from its instructions: the raw text reads as English, the answer is Malay.
-SHORT_MALAY = (
-    "## Summary\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E:Seksyen 90A(4) menganggap}]\n\n"
-    "## Statutory provisions\nSeksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E:Seksyen 90A(4) menganggap}]\n\n"
-    f"## Disclaimer\n{EN_DISCLAIMER}\n"
-)
+CITED_90A4 = "Seksyen 90A(4) menganggap komputer itu berfungsi. [evidence:{E:Seksyen 90A(4) menganggap}]"
+SHORT_MALAY = f"## Summary\n{CITED_90A4}\n\n## Statutory provisions\n{CITED_90A4}\n\n## Disclaimer\n{EN_DISCLAIMER}\n"
 
 
 async def test_a_short_malay_answer_gets_the_malay_disclaimer_and_ships_without_a_revise(

@@ -92,6 +92,19 @@ def grade(
                     problems.append(f"shipped an unsupported claim: {claim['text'][:60]!r}")
         if spec.policy.disclaimer and not report.get("disclaimer"):
             problems.append("shipped without the disclaimer")
+        shipped = [c["text"].lower() for s in report["sections"] for c in s["claims"]]
+        for phrase in case.expect_shipped:
+            if not any(phrase.lower() in text for text in shipped):
+                problems.append(f"no shipped claim says {phrase!r}")
+        for phrase in case.forbid_shipped:
+            if any(phrase.lower() in text for text in shipped):
+                problems.append(f"a shipped claim says {phrase!r}")
+    if report is not None and case.expect_statuses:
+        statuses = {s["id"]: s.get("status") for s in report["sections"]}
+        for sid, status in case.expect_statuses.items():
+            if statuses.get(sid) != status:
+                problems.append(f"section {sid} is {statuses.get(sid)}, expected {status}")
+    if report is not None and outcome == "shipped":
         if case.expect_language and report.get("language") != case.expect_language:
             problems.append(f"answer language {report.get('language')}, expected {case.expect_language}")
     return problems, sorted(fired), attempts
@@ -106,6 +119,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
     from veracity.graph.builder import build_graph
     from veracity.runs.service import Providers, RunService
     from veracity.search.providers import hit_ranker, local_search
+    from veracity.semantic.model import process_semantics
 
     registry = SpecRegistry.load()
     specs = [registry.get(spec_id)] if spec_id else registry.all()
@@ -124,7 +138,9 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
         try:
             await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
             graph = build_graph()
-            search = local_search(settings, sessionmaker)
+            # The production wiring: hybrid retrieval when the semantic model loads.
+            semantics = process_semantics(settings.semantic.enabled)
+            search = local_search(settings, sessionmaker, semantics.model)
             ranker = hit_ranker(settings)
             for spec in specs:
                 for case in spec.eval_cases:
@@ -137,12 +153,15 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                         graph=graph,
                         search=search,
                         ranker=ranker,
+                        semantics=semantics,
                     )
                     script = case.script
                     composer = ScriptedComposer(script.composer) if script and script.composer else None
                     reviewer = ScriptedReviewer(script.reviewer) if script and script.reviewer else None
                     providers = Providers(composer=composer or ExtractiveComposer(), reviewer=reviewer)
-                    run_id = await service.start(question=case.question, template=spec.id, providers=providers)
+                    run_id = await service.start(
+                        question=case.question, template=spec.id, corpus=case.corpus, providers=providers
+                    )
                     await service.wait(run_id)
                     async with sessionmaker() as session:
                         run = await runs_repo.get_run(session=session, run_id=run_id)

@@ -200,6 +200,16 @@ class EvalCase(Strict):
     expect_checks: list[str] = Field(default_factory=list, description="Checks that must fire in some attempt.")
     expect_attempts: int | None = None
     expect_language: str | None = None
+    corpus: str | None = Field(default=None, description="Run on this corpus instead of the template's default.")
+    expect_shipped: list[str] = Field(
+        default_factory=list, description="Phrases each of which must appear in some shipped claim."
+    )
+    forbid_shipped: list[str] = Field(
+        default_factory=list, description="Phrases no shipped claim may contain (homonyms, off-topic text)."
+    )
+    expect_statuses: dict[str, str] = Field(
+        default_factory=dict, description="Section id → the status it must end with (supported, thin_evidence…)."
+    )
     script: Script | None = Field(default=None, description="Scripted model outputs; none = offline providers.")
     composer_overrides: dict[str, object] = Field(
         default_factory=dict, description="Composer directives replaced for this case (e.g. an unmeetable min_chars)."

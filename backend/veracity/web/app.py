@@ -23,6 +23,7 @@ from veracity.fetch.canonical import host_of, link_url
 from veracity.graph.builder import build_graph
 from veracity.models.providers import build_models
 from veracity.runs.service import RunService
+from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import REPO_ROOT, Settings, get_settings
 from veracity.web import api, pages
 from veracity.web.security import SecurityHeaders
@@ -55,6 +56,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         graph = build_graph()
         models = build_models(settings)
         service = RunService.from_settings(settings, sessionmaker, models, graph=graph)
+        if settings.corpus.autoload_wiki and service.semantics.model is not None:
+            # Before serving, not at the first search: embedding the default corpus takes about a minute.
+            await ensure_vectors(sessionmaker=sessionmaker, model=service.semantics.model, corpus="wiki")
         interrupted = await service.recover_interrupted()
         if interrupted:
             logger.warning("marked %d interrupted run(s) as failed", len(interrupted))

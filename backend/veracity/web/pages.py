@@ -127,8 +127,31 @@ async def run_page(
             "sections": spec.sections if spec else [],
             "same_question": same_question,
             "attribution": ATTRIBUTION,
+            "mismatch": corpus_mismatch(service.registry.all(), spec, run.corpus),
         },
     )
+
+
+def corpus_mismatch(specs: list[Any], spec: Any, corpus: str) -> str | None:
+    """What the run page says when a run's template and corpus do not belong together: a template written for a
+    corpus of its own run on another, or a general template run on another template's own corpus. Any
+    template may run on any corpus; this only says what the page can tell."""
+    if spec is None or spec.default_source.kind != "local" or corpus == spec.default_source.corpus:
+        return None
+    general = "wiki"
+    own = spec.default_source.corpus
+    if own != general:
+        return (
+            f"Template {spec.id} is written for corpus {own}; this run searched {corpus}, which it was not built "
+            "for, so its sections may not fit what was found."
+        )
+    owner = next((s for s in specs if s.default_source.kind == "local" and s.default_source.corpus == corpus), None)
+    if owner is not None and corpus != general:
+        return (
+            f"Corpus {corpus} holds the sources of template {owner.id}; template {spec.id} may find little in it "
+            "that fits its sections."
+        )
+    return None
 
 
 def _spec_or_none(service: Any, template_id: str) -> Any:
