@@ -106,7 +106,7 @@ class SectionDraft(BaseModel):
     )
 
 
-Layer = Literal["compose", "l1", "l2", "l3", "reviewer", "gate", "budget"]
+Layer = Literal["compose", "l1", "relevance", "l2", "l3", "reviewer", "gate", "budget"]
 
 
 class Violation(BaseModel):

@@ -25,6 +25,26 @@ from veracity.guards.reviewer import RuleReviewer
 from veracity.guards.status import confidence, with_status
 from veracity.guards.supervisor import answer_language, supervisor_violations
 from veracity.runs.report import render_draft
+from veracity.specs.models import Spec
+
+PHRASE_CHECKS = frozenset({"advice_phrase", "echoed_personal_phrase", "forbidden_pattern"})
+
+
+def emptied_by_relevance(spec: Spec, draft: list[SectionDraft]) -> list[Violation]:
+    """An ``off_topic`` violation for each required section the relevance check left without a claim."""
+    return [
+        Violation(
+            check="off_topic",
+            layer="relevance",
+            section_id=s.id,
+            detail=(
+                f"all {len(s.off_topic_cut)} claim(s) of this required section were cut as off topic: they do not "
+                "answer the question; cite evidence that answers it"
+            ),
+        )
+        for s in draft
+        if s.off_topic_cut and not s.claims and spec.section(s.id).required
+    ]
 
 
 def _summary(violations: list[Violation]) -> dict[str, Any]:
@@ -55,10 +75,15 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         draft = cut_filler(state["draft"], evidence)
         l1 = citation_violations(draft, evidence, spec.policy.citation_pattern)
         checks["l1"] = _summary(l1)
+        drafted = draft  # as the composer wrote it, for the phrase rules below
         # Off the event loop: a reworded claim is embedded to be scored.
         draft, checks["relevance"] = await asyncio.to_thread(
             check_relevance, draft, evidence, state["question"], spec, ctx.relevance
         )
+        # Cutting is not enough when it empties a required section: the draft goes back to answer the question.
+        emptied = emptied_by_relevance(spec, draft)
+        checks["relevance"] = {**checks["relevance"], "passed": checks["relevance"]["passed"] and not emptied}
+        checks["relevance"]["violations"] = [v.model_dump(exclude_none=True) for v in emptied]
         if l1:
             l2: list[Violation] = []
             checks["l2"] = {"skipped": "L1 failed; the draft goes back without paying for a judge"}
@@ -81,8 +106,16 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
                 }
         checked = composed.model_copy(update={"sections": draft})
         l3 = supervisor_violations(checked, spec.policy)
+        # The phrase rules also read what the relevance check cut: a draft that gave medical advice is told so,
+        # even if that sentence would not have shipped.
+        seen = {(v.check, v.claim) for v in l3}
+        l3 += [
+            v
+            for v in supervisor_violations(composed.model_copy(update={"sections": drafted}), spec.policy)
+            if v.check in PHRASE_CHECKS and (v.check, v.claim) not in seen
+        ]
         checks["l3"] = _summary(l3)
-        violations = l1 + l2 + l3
+        violations = l1 + emptied + l2 + l3
         request = ReviewRequest(
             spec=spec, question=state["question"], draft_text=render_draft(draft), violations=violations
         )
