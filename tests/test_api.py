@@ -143,7 +143,7 @@ async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_f
         (
             {"question": "coffee", "template": "market_brief", "corpus": "nope"},
             422,
-            "Unknown corpus 'nope'. Known corpora: coach_reply, legal_research, small, support_answer.",
+            "Unknown corpus 'nope'. Known corpora: coach_reply, investment_memo, legal_research, market_brief, small, support_answer.",
         ),
     ],
 )
@@ -414,7 +414,7 @@ async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:
     health = (await client.get("/healthz")).json()
     # The test corpus plus the knowledge corpora the bundled templates ship with, loaded at start-up.
     assert health["status"] == "ok" and health["corpora"]["small"] == 3
-    assert set(health["corpora"]) == {"small", "legal_research", "support_answer", "coach_reply"}
+    assert set(health["corpora"]) == {"small", "legal_research", "support_answer", "coach_reply", "market_brief", "investment_memo"}
 
 
 async def test_concurrent_runs_do_not_mix_events(client_for, small_db_url) -> None:

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import make_url
 
@@ -25,6 +26,7 @@ from veracity.settings import get_settings
 from veracity.specs.registry import SpecRegistry
 
 QUESTIONS = (
+    "What is the outlook for nuclear power?",
     "What is the history of coffee production and trade?",
     "How did the electric car market develop?",
     "What drives the global steel industry?",
@@ -32,20 +34,79 @@ QUESTIONS = (
 REPEATS = 5
 
 
-async def one_run(service: RunService, question: str) -> tuple[float, float, str]:
+class StageClock:
+    """Wall time spent in the relevance stage (scoring sentences and claims, fitting them to sections), summed
+    over a run, measured by wrapping those calls for the benchmark only."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._patched: list[tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+
+        self._patched.append((owner, name, original))
+        setattr(owner, name, timed)
+
+    def restore(self) -> None:
+        for owner, name, original in reversed(self._patched):
+            setattr(owner, name, original)
+
+
+def rss_mb() -> float:
+    """This process's resident memory (Linux), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def one_run(service: RunService, question: str) -> tuple[float, float, str, str]:
     started = time.perf_counter()
     run_id = await service.start(question=question, template="market_brief")
     first: float | None = None
     last_name = ""
+    outcome = ""
     async for event in service.tail(run_id):
         if first is None:
             first = time.perf_counter() - started
         last_name = event.name
+        if event.name == "complete":
+            outcome = str(event.payload.get("outcome", ""))
     total = time.perf_counter() - started
-    return (first or total) * 1000, total * 1000, last_name
+    return (first or total) * 1000, total * 1000, last_name, outcome
+
+
+def semantic_model_figures() -> None:
+    """Model load time and the resident memory the model adds (loaded and used once), before anything else."""
+    from veracity.semantic.model import load_semantics
+
+    before = rss_mb()
+    semantics = load_semantics(True)
+    if semantics.model is None:
+        print(f"semantic model: not loaded ({semantics.reason})")
+        return
+    semantics.model.encode(["How has solar power grown in Germany?"] * 32)  # the first batch allocates
+    print(
+        f"semantic model: load {semantics.load_ms:.0f} ms, resident memory added {rss_mb() - before:.0f} MB "
+        f"(process now {rss_mb():.0f} MB)"
+    )
 
 
 async def main() -> int:
+    from veracity.graph.nodes import retrieve
+    from veracity.guards import relevance as relevance_check
+    from veracity.semantic.relevance import RelevanceScorer
+    from veracity.synthesis import SectionFit
+
+    semantic_model_figures()
     settings = get_settings()
     url = settings.database.url
     scratch = tempfile.TemporaryDirectory()
@@ -55,31 +116,50 @@ async def main() -> int:
         copy = Path(scratch.name) / "bench.db"
         shutil.copy(database, copy)
         url = f"sqlite+aiosqlite:///{copy}"
+    settings = settings.model_copy(update={"database": settings.database.model_copy(update={"url": url})})
     engine = make_engine(url)
     sm = make_sessionmaker(engine)
-    service = RunService(
-        sessionmaker=sm,
-        registry=SpecRegistry.load(),
-        settings=settings,
-        graph=build_graph(),
-        search=local_search(settings, sm),
-        ranker=hit_ranker(settings),
-    )
-    print(f"market_brief on corpus {settings.corpus.default}, {REPEATS} runs per question (median)")
-    print(f"{'question':<55} {'first event ms':>15} {'run ms':>10}")
+    lexical_settings = settings.model_copy(update={"semantic": settings.semantic.model_copy(update={"enabled": False})})
+    # The production wiring (the CLI's and the server's), with meaning deciding and without, side by side.
+    services = {
+        "semantic": RunService.from_settings(settings, sm),
+        "lexical": RunService.from_settings(lexical_settings, sm),
+    }
+    clock = StageClock()
+    clock.wrap(RelevanceScorer, "score")
+    clock.wrap(SectionFit, "scores")
+    clock.wrap(relevance_check, "check_relevance")
+    clock.wrap(retrieve, "_select")
+    print(f"\nmarket_brief on corpus {settings.corpus.default}, {REPEATS} runs per question and path (median)")
+    print(f"{'question':<52} {'path':<9} {'first ms':>9} {'run ms':>8} {'relevance':>10}  outcome")
     try:
-        await one_run(service, "warm-up question about tea")  # imports, caches, first connection
+        for service in services.values():
+            await one_run(service, "warm-up question about tea")  # imports, caches, index, first connection
+        ratios = []
         for question in QUESTIONS:
-            firsts, totals = [], []
-            for _ in range(REPEATS):
-                first, total, last = await one_run(service, question)
-                if last != "complete":
-                    print(f"run did not complete ({last})", file=sys.stderr)
-                    return 1
-                firsts.append(first)
-                totals.append(total)
-            print(f"{question:<55} {statistics.median(firsts):>15.1f} {statistics.median(totals):>10.1f}")
+            medians = {}
+            for path, service in services.items():
+                firsts, totals, shares, outcomes = [], [], [], set()
+                for _ in range(REPEATS):
+                    clock.seconds = 0.0
+                    first, total, last, outcome = await one_run(service, question)
+                    if last != "complete":
+                        print(f"run did not complete ({last})", file=sys.stderr)
+                        return 1
+                    firsts.append(first)
+                    totals.append(total)
+                    shares.append(clock.seconds * 1000 / total)
+                    outcomes.add(outcome)
+                medians[path] = statistics.median(totals)
+                share = f"{statistics.median(shares):.0%}" if path == "semantic" else "-"
+                print(
+                    f"{question[:52]:<52} {path:<9} {statistics.median(firsts):>9.1f} {medians[path]:>8.1f} "
+                    f"{share:>10}  {'/'.join(sorted(outcomes))}"
+                )
+            ratios.append(medians["semantic"] / medians["lexical"])
+        print(f"run time, semantic / lexical (median of the questions' ratios): {statistics.median(ratios):.2f}x")
     finally:
+        clock.restore()
         await engine.dispose()
         scratch.cleanup()
     await fanout()
