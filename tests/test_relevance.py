@@ -167,3 +167,24 @@ def test_summary_is_drawn_from_several_sections_not_a_copy_of_one(model):
     # The near-duplicate figure was dropped.
     all_texts = [c.text for claims in picked.values() for c in claims]
     assert evidence[5].quote not in all_texts
+
+
+def test_answer_names_what_the_sources_do_not_say():
+    from veracity.runs.report import shipped_report, unmentioned
+
+    claims = ["Solar power is the conversion of energy from sunlight into electricity, first used in 1954."]
+    assert unmentioned("How has solar power grown in Germany since 1990?", claims) == ["Germany", "1990"]
+    assert unmentioned("When was Solar power first used?", claims) == []  # names matched by stem, case aside
+    spec = SpecRegistry.load().get("answer")
+    assert spec.state_gaps and not SpecRegistry.load().get("market_brief").state_gaps
+    ev = _ev("e1", claims[0], "Solar power", 0.8)
+    draft = [SectionDraft(id="answer", title="Answer", claims=[Claim(text=claims[0], evidence_ids=["e1"])])]
+    report = shipped_report(
+        run_id="r",
+        spec=spec,
+        question="How has solar power grown in Germany?",
+        corpus="wiki",
+        draft=draft,
+        evidence=[ev],
+    )
+    assert len(report.notes) == 1 and "“Germany”" in report.notes[0] and "do not say" in report.notes[0]

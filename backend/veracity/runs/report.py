@@ -8,6 +8,7 @@ from typing import Any
 from veracity.checks import anchored
 from veracity.domain import Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
 from veracity.fetch.canonical import link_url
+from veracity.search.memindex import ANALYZER
 from veracity.specs.models import Spec
 
 
@@ -65,6 +66,7 @@ def shipped_report(
         for d in draft
     ]
     cited = {eid for s in sections for c in s.claims for eid in c.evidence_ids}
+    gaps = unmentioned(question, [c.text for s in sections for c in s.claims]) if spec.state_gaps else []
     return Report(
         run_id=run_id,
         template=spec.id,
@@ -77,6 +79,34 @@ def shipped_report(
         language=language,
         confidence=confidence,
         contract=composed.contract if composed else None,
+        notes=[gaps_note(gaps)] if gaps else [],
+    )
+
+
+_NAME_OR_FIGURE = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\d.,]*)")
+
+
+def unmentioned(question: str, claims: list[str]) -> list[str]:
+    """The question's names and figures (capitalised words after its first, numbers) that no claim mentions,
+    compared by the index's stems: what the sources found do not say."""
+    shipped = {stem for text in claims for stem in ANALYZER.tokens(text)}
+    start = len(question) - len(question.lstrip())  # the first word is capitalised anyway
+    out: list[str] = []
+    for match in _NAME_OR_FIGURE.finditer(question):
+        word = match.group(0).rstrip(".,")
+        if match.start() == start or word in out:
+            continue
+        stems = ANALYZER.tokens(word)
+        if stems and not set(stems) <= shipped:
+            out.append(word)
+    return out
+
+
+def gaps_note(gaps: list[str]) -> str:
+    named = ", ".join(f"“{g}”" for g in gaps)
+    return (
+        f"What the sources found do not say: no shipped sentence mentions {named}, so this report does not "
+        "answer that part of the question."
     )
 
 

@@ -231,6 +231,10 @@ class Spec(Strict):
     stale_after_days: int | None = Field(
         default=None, ge=1, description="Evidence published longer ago than this makes a section `stale`."
     )
+    state_gaps: bool = Field(
+        default=False,
+        description="A shipped report names the question's names and figures that no shipped claim mentions.",
+    )
     eval_cases: list[EvalCase] = Field(default_factory=list)
 
     @field_validator("id")
