@@ -12,6 +12,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,22 +36,40 @@ REPEATS = 5
 
 
 class StageClock:
-    """Wall time spent in the relevance stage (scoring sentences and claims, fitting them to sections), summed
-    over a run, measured by wrapping those calls for the benchmark only."""
+    """Wall time spent in the relevance stage (scoring sentences and claims, fitting them to sections) during a
+    run, measured by wrapping those calls for the benchmark only: the union of the calls' intervals (branches
+    score in parallel threads, and one wrapped call may call another), so it is a share of the run's wall time."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
+        self.intervals: list[tuple[float, float]] = []
+        self._depth = threading.local()
         self._patched: list[tuple[Any, str, Any]] = []
+
+    @property
+    def seconds(self) -> float:
+        total, end = 0.0, float("-inf")
+        for start, stop in sorted(self.intervals):
+            if stop > end:
+                total += stop - max(start, end)
+                end = stop
+        return total
+
+    def reset(self) -> None:
+        self.intervals = []
 
     def wrap(self, owner: Any, name: str) -> None:
         original = getattr(owner, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            depth = getattr(self._depth, "n", 0)
+            self._depth.n = depth + 1
             started = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
-                self.seconds += time.perf_counter() - started
+                self._depth.n = depth
+                if depth == 0:
+                    self.intervals.append((started, time.perf_counter()))
 
         self._patched.append((owner, name, original))
         setattr(owner, name, timed)
@@ -130,7 +149,10 @@ async def main() -> int:
     clock.wrap(SectionFit, "scores")
     clock.wrap(relevance_check, "check_relevance")
     clock.wrap(retrieve, "_select")
-    print(f"\nmarket_brief on corpus {settings.corpus.default}, {REPEATS} runs per question and path (median)")
+    print(
+        f"\nmarket_brief on corpus {settings.corpus.default}, {REPEATS} runs per question and path (median; the "
+        "semantic model's vector cache emptied before each run)"
+    )
     print(f"{'question':<52} {'path':<9} {'first ms':>9} {'run ms':>8} {'relevance':>10}  outcome")
     try:
         for service in services.values():
@@ -141,7 +163,9 @@ async def main() -> int:
             for path, service in services.items():
                 firsts, totals, shares, outcomes = [], [], [], set()
                 for _ in range(REPEATS):
-                    clock.seconds = 0.0
+                    clock.reset()
+                    if service.semantics.model is not None:
+                        service.semantics.model._cache.clear()  # cold: a new question's sentences are not cached
                     first, total, last, outcome = await one_run(service, question)
                     if last != "complete":
                         print(f"run did not complete ({last})", file=sys.stderr)

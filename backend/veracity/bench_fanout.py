@@ -112,7 +112,7 @@ async def _context(site: FixtureSite, db_dir: Path, tag: str, marks: dict[str, f
 
 def _task(i: int) -> dict[str, Any]:
     sub = Subtask(id=f"st{i}", question=f"coffee st{i}", queries=[f"coffee st{i}"], target_sections=[f"part_{i}"])
-    return {"run_id": "bench", "corpus": "web", "subtask": sub}
+    return {"run_id": "bench", "corpus": "web", "question": sub.question, "subtask": sub}
 
 
 async def _branch(ctx: Context, i: int) -> float:
