@@ -414,7 +414,14 @@ async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:
     health = (await client.get("/healthz")).json()
     # The test corpus plus the knowledge corpora the bundled templates ship with, loaded at start-up.
     assert health["status"] == "ok" and health["corpora"]["small"] == 3
-    assert set(health["corpora"]) == {"small", "legal_research", "support_answer", "coach_reply", "market_brief", "investment_memo"}
+    assert set(health["corpora"]) == {
+        "small",
+        "legal_research",
+        "support_answer",
+        "coach_reply",
+        "market_brief",
+        "investment_memo",
+    }
 
 
 async def test_concurrent_runs_do_not_mix_events(client_for, small_db_url) -> None:

@@ -451,6 +451,9 @@ async def test_each_outcome_looks_like_what_it_is(
         "fallback": "Fallback",
     }[outcome]
     assert text.startswith(heading)
+    if outcome == "fallback":  # nothing in the corpus answers it: said so, not blamed on a draft
+        assert "nothing retrieved answers the question" in text and "Nothing in corpus wiki answers" in text
+        assert "did not pass the checks" not in text
     # The audit panel arrives live, before the stream closes: the route decision first, what happened last.
     stages = await page.eval_on_selector_all("#audit li[data-stage]", "els => els.map(e => e.dataset.stage)")
     assert stages[0] == "route" and stages[-1] in ("shipped", "outcome")

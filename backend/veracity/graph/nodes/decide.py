@@ -24,6 +24,9 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
         return "fail_safe", str(state["failure"]), None
     if state["verdict"] == "crisis":
         return "crisis", f"the reviewer flagged a crisis: {state['review'].reason}", None
+    if not state.get("evidence"):
+        # Nothing relevant was retrieved: no redraft can fix that, whatever the composer made of nothing.
+        return "fail_safe", nothing_relevant(state), None
     if state["verdict"] == "revise":
         checks = ", ".join(sorted({v.check for v in violations})) or "reviewer concerns"
         if attempt - state.get("attempt_base", 0) < spec.budgets.drafting_attempts:
