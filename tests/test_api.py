@@ -143,7 +143,8 @@ async def test_run_keeps_going_and_persists_when_the_client_disconnects(client_f
         (
             {"question": "coffee", "template": "market_brief", "corpus": "nope"},
             422,
-            "Unknown corpus 'nope'. Known corpora: coach_reply, investment_memo, legal_research, market_brief, small, support_answer.",
+            "Unknown corpus 'nope'. Known corpora: coach_reply, investment_memo, legal_research, market_brief, small, "
+            "support_answer.",
         ),
     ],
 )

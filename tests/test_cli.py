@@ -47,6 +47,7 @@ def test_ingest_search_and_ask_end_to_end(tmp_path: Path) -> None:
         "updated": 0,
         "unchanged": 0,
         "errors": [],
+        "vectors": 2,  # passage vectors made at ingest, not at the first search
     }
 
     out = run(["search", "moons of Mars", "--corpus", "planets", "--json", "-k", "5"], db)

@@ -134,7 +134,8 @@ def test_ask_batch_unknown_corpus_gives_an_error_line_and_the_others_answer(vera
     code, out, err = veracity("ask", "--questions", str(questions), "--corpus", "small", "--progress", "plain")
     lines = [json.loads(line) for line in out.splitlines()]
     assert [line["id"] for line in lines] == ["coffee", "nowhere", "cars"]
-    known = "coach_reply, investment_memo, legal_research, market_brief, small, support_answer"  # the bundled corpora and the test's
+    # the bundled corpora and the test's
+    known = "coach_reply, investment_memo, legal_research, market_brief, small, support_answer"
     message = f"Unknown corpus 'nope'. Known corpora: {known}."
     assert lines[1] == {"id": "nowhere", "error": {"code": "bad_input", "message": message}}
     assert all(line["outcome"] and line["sections"] for line in (lines[0], lines[2]))

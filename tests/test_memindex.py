@@ -159,9 +159,11 @@ def test_rarity_is_higher_for_rarer_words_and_zero_for_unknown_ones() -> None:
     assert index.stem_rarity(index_stems(["o'brien"])[0]) == index.rarity("brien") > index.rarity("coffee")
 
 
-async def test_hybrid_search_fuses_dense_vectors_and_finds_the_topic_a_homonym_outranks_lexically() -> None:
-    """BM25 alone ranks the passage that repeats the query's words; with passage vectors the article about the
-    topic comes first."""
+async def test_hybrid_search_fuses_dense_vectors_and_lifts_the_topic_a_homonym_outranks_lexically() -> None:
+    """BM25 alone ranks the electric eel (which shares "electric") above the article about the topic; with
+    passage vectors the topic's article climbs above it into the top two. The "CAR" homonym, which shares both
+    "car" and "history", still ranks first: retrieval only has to bring the topic into the pool; the relevance
+    model decides which sentences are evidence (tests/test_relevance.py)."""
     from veracity.db.corpus_repo import ChunkHit
     from veracity.semantic.model import head_text, process_semantics
 

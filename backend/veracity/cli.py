@@ -105,9 +105,10 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
                 chunk_chars=settings.corpus.chunk_chars,
                 progress=progress if mode != "none" else None,
             )
+        made = await _embed_passages(rt, settings, args.corpus, quiet=mode == "none")
     for error in report.errors:
         _err(error)
-    summary = report.as_dict()
+    summary = report.as_dict() | {"vectors": made}
     if args.json:
         print(json.dumps({"corpus": args.corpus, **summary}))
     else:
@@ -118,10 +119,29 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILED if report.errors else 0
 
 
+async def _embed_passages(rt: Any, settings: Settings, corpus: str, *, quiet: bool = False) -> int:
+    """Passage vectors for hybrid retrieval, made now rather than at the corpus's first search (about 140
+    passages/s); progress on stderr. 0 when the semantic model is off or missing."""
+    from veracity.semantic.model import process_semantics
+    from veracity.semantic.vectors import ensure_vectors
+
+    model = process_semantics(settings.semantic.enabled).model
+    if model is None:
+        return 0
+    done = 0
+
+    def step(count: int) -> None:
+        nonlocal done
+        done += count
+        if not quiet:
+            print(f"corpus {corpus}: {done} passage vectors embedded for hybrid retrieval", file=sys.stderr)
+
+    return await ensure_vectors(sessionmaker=rt.sessionmaker, model=model, corpus=corpus, progress=step)
+
+
 async def _load_default(_args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.wiki import ensure_wiki_corpus
     from veracity.semantic.model import process_semantics
-    from veracity.semantic.vectors import ensure_vectors
 
     async with _Runtime(settings) as rt:
         report = await ensure_wiki_corpus(sessionmaker=rt.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
@@ -129,16 +149,8 @@ async def _load_default(_args: argparse.Namespace, settings: Settings) -> int:
             print("corpus wiki: already loaded")
         else:
             print(f"corpus wiki: {report.added} documents loaded")
-        model = process_semantics(settings.semantic.enabled).model
-        if model is not None:
-            done = 0
-
-            def step(count: int) -> None:
-                nonlocal done
-                done += count
-                print(f"corpus wiki: {done} passage vectors embedded for hybrid retrieval", file=sys.stderr)
-
-            made = await ensure_vectors(sessionmaker=rt.sessionmaker, model=model, corpus="wiki", progress=step)
+        made = await _embed_passages(rt, settings, "wiki")
+        if process_semantics(settings.semantic.enabled).model is not None:
             print(f"corpus wiki: passage vectors {'made for ' + str(made) + ' passages' if made else 'ready'}")
     return 0
 

@@ -2,7 +2,8 @@
 model, ``veracity.semantic.relevance``) and to its section (``veracity.synthesis.SectionFit``). A claim below the
 template's cut-off is cut from the draft and recorded as ``off_topic`` on its section and in the audit trail —
 it never ships, whatever the judge would have said. A claim quoting its evidence verbatim keeps the relevance its
-evidence was selected with; a reworded one is scored afresh, read with its cited source's title."""
+evidence was selected with; a reworded one is scored afresh, read with its cited source's title, and keeps at least
+its evidence's relevance (read alone it has no neighbour or passage head, which the model weighs)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ def check_relevance(
                 continue
             scored += 1
             p = relevance.get(id(claim), _verbatim(claim, by_id))
+            cited_relevance = by_id[claim.evidence_ids[0]].relevance
+            if id(claim) in relevance and cited_relevance is not None:
+                # A reworded claim is read without its passage (no neighbour, no head): it keeps at least the
+                # relevance its evidence was selected with; L2 checks the rewording says what the evidence says.
+                p = max(p, cited_relevance)
             if p is not None and p < cutoff:
                 cut.append(claim.text)
                 cut_log.append(

@@ -70,7 +70,7 @@ class SemanticModel:
                 self.encoded += len(missing)
                 for row, (text, places) in enumerate(missing.items()):
                     out[places] = fresh[row]
-                    self._cache[(max_tokens, text)] = fresh[row]
+                    self._cache[(max_tokens, text)] = fresh[row].copy()  # not a view pinning the batch
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return out
@@ -124,7 +124,11 @@ def load_semantics(enabled: bool = True) -> Semantics:
     if not enabled:
         return Semantics(None, "turned off by VERACITY_SEMANTIC__ENABLED=false")
     started = time.perf_counter()
-    embedder = Embedder.load()
+    try:
+        embedder = Embedder.load()
+    except Exception as exc:  # a broken runtime or model file: lexical, said so, never a crash at start-up
+        logger.exception("the semantic model failed to load")
+        return Semantics(None, f"the embedding model failed to load ({type(exc).__name__})")
     if embedder is None:
         return Semantics(None, "the embedding model's wheels are not installed or not the pinned files")
     load_ms = round((time.perf_counter() - started) * 1000, 1)

@@ -26,14 +26,14 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
         return "crisis", f"the reviewer flagged a crisis: {state['review'].reason}", None
     if not state.get("evidence"):
         # Nothing relevant was retrieved: no redraft can fix that, whatever the composer made of nothing.
-        return "fail_safe", nothing_relevant(state), None
+        return "fail_safe", no_evidence_reason(state), None
     if state["verdict"] == "revise":
         checks = ", ".join(sorted({v.check for v in violations})) or "reviewer concerns"
         if attempt - state.get("attempt_base", 0) < spec.budgets.drafting_attempts:
             return "revise", f"attempt {attempt} failed: {checks}", None
         return "fail_safe", f"drafting attempts exhausted ({attempt}) with failed checks: {checks}", None
     if not any(s.claims for s in draft):
-        return "fail_safe", nothing_relevant(state), None
+        return "fail_safe", no_evidence_reason(state), None
     missing = missing_required(spec, {s.id for s in draft if s.claims})
     if missing:  # the pre-persistence gate would refuse it: no point shipping a draft only to see it rejected
         return "fail_safe", f"required sections without a supported claim: {', '.join(missing)}", None
@@ -54,6 +54,17 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
         )
         return "handoff", why, why
     return "ship", "every claim is anchored, grounded and within policy", None
+
+
+def no_evidence_reason(state: RunState) -> str:
+    """Why nothing could be written: the search failed (every branch, or some branch with nothing found by the
+    others), or it worked and nothing relevant was found."""
+    stats = state.get("branch_stats", [])
+    failed = [s for s in stats if s.status == "failed"]
+    if failed and not state.get("evidence"):
+        errors = "; ".join(dict.fromkeys(str(s.error) for s in failed))[:300]
+        return f"the search failed on {len(failed)} of {len(stats)} branch(es) and nothing relevant was found: {errors}"
+    return nothing_relevant(state)
 
 
 def nothing_relevant(state: RunState) -> str:
