@@ -164,7 +164,8 @@ async def test_an_uncited_claim_is_retried_informed_and_the_fixed_draft_ships(
 
 async def test_malformed_contract_json_is_a_violation_then_the_floor(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
     llm.play({"composer": [{"content": '{"answer": "Reset your password [evidence:{E1}]", "citations": '}]})
-    result = await run(env, settings_for(env, llm), template="support_answer")
+    refund = "Can I get a refund for my subscription if 10 days have passed since payment?"  # evidence exists
+    result = await run(env, settings_for(env, llm), template="support_answer", question=refund)
     assert result["report"]["outcome"] == "fallback"
     composed = [p for n, p in result["events"] if n == "draft_composed"]
     assert len(composed) == 2 and all(p["malformed"] for p in composed)

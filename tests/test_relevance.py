@@ -188,17 +188,3 @@ def test_answer_names_what_the_sources_do_not_say():
         evidence=[ev],
     )
     assert len(report.notes) == 1 and "“Germany”" in report.notes[0] and "do not say" in report.notes[0]
-
-
-def test_the_extractive_contract_reads_relevance_not_only_shared_words():
-    from veracity.compose.extractive import coverage_confidence
-
-    window = _ev("e1", "Refunds are given within 14 days of the payment date.", "Refund policy", 0.6)
-    claim = Claim(text=window.quote, evidence_ids=["e1"])
-    question = "Can I get my money back after ten days?"
-    # One content word of five ("days") is in the sentence; the relevance model says it answers the question.
-    assert coverage_confidence(question, [claim], [window.model_copy(update={"relevance": None})]) == 0.2
-    assert coverage_confidence(question, [claim], [window]) == 0.6
-    second = _ev("e2", "Refunds go back to the original payment method.", "Refund policy", 0.5)
-    both = [claim, Claim(text=second.quote, evidence_ids=["e2"])]
-    assert coverage_confidence(question, both, [window, second]) == 0.8  # 1 - 0.4 * 0.5
