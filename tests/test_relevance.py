@@ -188,3 +188,12 @@ def test_answer_names_what_the_sources_do_not_say():
         evidence=[ev],
     )
     assert len(report.notes) == 1 and "“Germany”" in report.notes[0] and "do not say" in report.notes[0]
+
+
+def test_candidates_are_taken_round_robin_over_the_opened_passages():
+    from veracity.graph.nodes.retrieve import round_robin
+
+    long, short, late = ["a0", "a1", "a2", "a3", "a4"], ["b0", "b1"], ["c0"]
+    assert round_robin([long, short, late], 5) == ["a0", "b0", "c0", "a1", "b1"]  # the late passage is read
+    assert round_robin([long, short, late], 100) == ["a0", "b0", "c0", "a1", "b1", "a2", "a3", "a4"]
+    assert round_robin([], 5) == []

@@ -106,8 +106,10 @@ async def _search_and_read(
     ctx: Context, task: RetrieveTask, subtask: Subtask, stat: BranchStat, sources: list[dict[str, Any]]
 ) -> list[SentenceCandidate]:
     """Search each query, open each hit once per run, and collect the fact-shaped sentences of what was opened:
-    hits in rank order, at most ``max_candidates`` sentences a branch (relevance is paid per sentence)."""
-    found: list[SentenceCandidate] = []
+    at most ``max_candidates`` sentences a branch (relevance is paid per sentence), taken round-robin over the
+    opened passages in rank order (each passage's first sentence, then each one's second…), so a long first
+    passage cannot crowd out the others, nor the second query's."""
+    per_hit: list[list[SentenceCandidate]] = []
     for query in subtask.queries:
         hits = await ctx.search.search(query=query, corpus=task["corpus"], k=ctx.limits.search_k)
         stat.queries += 1
@@ -125,8 +127,18 @@ async def _search_and_read(
                 hit, fetched_at = page, sources[-1]["fetched_at"]
             elif not await _open_local(ctx, hit, stat, sources):
                 continue
-            found.extend(sentence_candidates(hit, fetched_at))
-    return found[: ctx.max_candidates]
+            per_hit.append(sentence_candidates(hit, fetched_at))
+    return round_robin(per_hit, ctx.max_candidates)
+
+
+def round_robin(per_hit: list[list[SentenceCandidate]], limit: int) -> list[SentenceCandidate]:
+    """Up to ``limit`` sentences: the first of each list in order, then the second of each, and so on."""
+    out: list[SentenceCandidate] = []
+    depth = 0
+    while len(out) < limit and any(depth < len(sentences) for sentences in per_hit):
+        out.extend(sentences[depth] for sentences in per_hit if depth < len(sentences))
+        depth += 1
+    return out[:limit]
 
 
 def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
