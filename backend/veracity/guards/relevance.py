@@ -43,7 +43,7 @@ def check_relevance(
             scored += 1
             p = relevance.get(id(claim), _verbatim(claim, by_id))
             cited_relevance = by_id[claim.evidence_ids[0]].relevance
-            if id(claim) in relevance and cited_relevance is not None:
+            if p is not None and id(claim) in relevance and cited_relevance is not None:
                 # A reworded claim is read without its passage (no neighbour, no head): it keeps at least the
                 # relevance its evidence was selected with; L2 checks the rewording says what the evidence says.
                 p = max(p, cited_relevance)
