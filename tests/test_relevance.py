@@ -197,3 +197,20 @@ def test_candidates_are_taken_round_robin_over_the_opened_passages():
     assert round_robin([long, short, late], 5) == ["a0", "b0", "c0", "a1", "b1"]  # the late passage is read
     assert round_robin([long, short, late], 100) == ["a0", "b0", "c0", "a1", "b1", "a2", "a3", "a4"]
     assert round_robin([], 5) == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "unwritten"),
+    [
+        ("Nothing in corpus wiki answers this question; closest passages: Coffee", "nothing retrieved answers"),
+        ("the search failed on 2 of 2 branch(es) and nothing relevant was found: DNSError", "the search failed"),
+        ("drafting attempts exhausted (2) with failed checks: unsupported_claim", "could not be verified"),
+    ],
+)
+def test_the_floor_says_why_nothing_was_written(reason, unwritten):
+    from veracity.runs.floor import floor_report
+
+    spec = SpecRegistry.load().get("market_brief")
+    report = floor_report(run_id="r", spec=spec, question="q", corpus="wiki", evidence=[], reason=reason)
+    notes = {s.note for s in report.sections if s.id != "evidence_digest"}
+    assert len(notes) == 1 and unwritten in notes.pop()

@@ -28,6 +28,14 @@ def floor_report(
     """The honest note plus the evidence digest. Also the body of a ``handoff``: a person gets the evidence,
     the reader gets no unverified prose."""
     digest = evidence[:DIGEST_SIZE]
+    if outcome == "handoff":
+        unwritten = "Not shipped: confidence is too low; a person will review it."
+    elif reason.startswith(NOTHING_PREFIX):
+        unwritten = "Not written: nothing retrieved answers the question."
+    elif reason.startswith("the search failed"):
+        unwritten = "Not written: the search failed, so there was nothing to write from."
+    else:
+        unwritten = "Not written: the draft could not be verified."
     sections = [
         ReportSection(
             id=s.id,
@@ -35,9 +43,7 @@ def floor_report(
             required=s.required,
             status="not_found",
             claims=[],
-            note="Not written: the draft could not be verified."
-            if outcome == "fallback"
-            else "Not shipped: confidence is too low; a person will review it.",
+            note=unwritten,
         )
         for s in spec.sections
     ]
