@@ -8,7 +8,6 @@ import pytest
 from veracity.compose.base import ComposeRequest
 from veracity.compose.extractive import pick_claims
 from veracity.domain import Claim, Evidence, SectionDraft, SourceRef
-from veracity.graph.nodes.verify import emptied_by_relevance
 from veracity.guards.relevance import check_relevance
 from veracity.guards.status import with_status
 from veracity.semantic.model import process_semantics
@@ -96,7 +95,7 @@ def test_off_topic_claim_is_cut_and_recorded(model):
             ],
         )
     ]
-    out, summary = check_relevance(
+    out, summary, emptied = check_relevance(
         draft, [on, off], "What is the outlook for nuclear power?", spec, RelevanceScorer(model)
     )
     assert [c.text for c in out[0].claims] == [on.quote]
@@ -104,6 +103,7 @@ def test_off_topic_claim_is_cut_and_recorded(model):
     assert summary["passed"] is False
     assert summary["off_topic"][0]["section"] == "key_findings"
     assert summary["off_topic"][0]["relevance"] < summary["cutoff"]
+    assert emptied == []  # one claim is left in the section: cut, recorded, no revise
 
 
 def test_a_required_section_emptied_by_the_cut_goes_back_to_the_composer(model):
@@ -113,8 +113,10 @@ def test_a_required_section_emptied_by_the_cut_goes_back_to_the_composer(model):
         SectionDraft(id="key_findings", title="Key findings", claims=[Claim(text=off.quote, evidence_ids=["e2"])]),
         SectionDraft(id="data_notes", title="Data notes", claims=[Claim(text=off.quote, evidence_ids=["e2"])]),
     ]
-    out, _ = check_relevance(draft, [off], "What is the outlook for nuclear power?", spec, RelevanceScorer(model))
-    violations = emptied_by_relevance(spec, out)
+    out, summary, violations = check_relevance(
+        draft, [off], "What is the outlook for nuclear power?", spec, RelevanceScorer(model)
+    )
+    assert summary["violations"] == [v.model_dump(exclude_none=True) for v in violations]
     # key_findings is required: a revise; data_notes is optional: cut, recorded, no revise.
     assert [(v.check, v.layer, v.section_id) for v in violations] == [("off_topic", "relevance", "key_findings")]
     assert out[1].off_topic_cut and not out[1].claims

@@ -165,7 +165,7 @@ async def main() -> int:
                 for _ in range(REPEATS):
                     clock.reset()
                     if service.semantics.model is not None:
-                        service.semantics.model._cache.clear()  # cold: a new question's sentences are not cached
+                        service.semantics.model.clear_cache()  # cold: a new question's sentences are not cached
                     first, total, last, outcome = await one_run(service, question)
                     if last != "complete":
                         print(f"run did not complete ({last})", file=sys.stderr)

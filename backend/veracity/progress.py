@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -166,7 +167,7 @@ def _ending(exc: BaseException | None) -> str | None:
     return f"failed ({type(exc).__name__})"
 
 
-class _Progress:
+class _Progress(ABC):
     """What ``AskProgress`` and ``IngestProgress`` share: used as a context manager, the display is always closed
     on its final frame, which says ``interrupted`` / ``failed (…)`` when the work did not end normally (a plain
     line too in plain mode, once there was anything to end)."""
@@ -188,8 +189,9 @@ class _Progress:
         """Whether a plain line for an interruption would end anything."""
         return True
 
+    @abstractmethod
     def description(self, ending: str | None = None) -> str:
-        raise NotImplementedError
+        """The bar's closing line: what was done, and how it ended."""
 
 
 # ---- veracity ask ---------------------------------------------------------------------------------------

@@ -92,22 +92,23 @@ def grade(
                     problems.append(f"shipped an unsupported claim: {claim['text'][:60]!r}")
         if spec.policy.disclaimer and not report.get("disclaimer"):
             problems.append("shipped without the disclaimer")
-        shipped = [c["text"].lower() for s in report["sections"] for c in s["claims"]]
-        for phrase in case.expect_shipped:
-            if not any(phrase.lower() in text for text in shipped):
-                problems.append(f"no shipped claim says {phrase!r}")
-        for phrase in case.forbid_shipped:
-            if any(phrase.lower() in text for text in shipped):
-                problems.append(f"a shipped claim says {phrase!r}")
-    if report is not None and case.expect_statuses:
-        statuses = {s["id"]: s.get("status") for s in report["sections"]}
-        for sid, status in case.expect_statuses.items():
-            if statuses.get(sid) != status:
-                problems.append(f"section {sid} is {statuses.get(sid)}, expected {status}")
-    if report is not None and outcome == "shipped":
         if case.expect_language and report.get("language") != case.expect_language:
             problems.append(f"answer language {report.get('language')}, expected {case.expect_language}")
+        shipped = [c["text"].lower() for s in report["sections"] for c in s["claims"]]
+        problems += [f"no shipped claim says {p!r}" for p in case.expect_shipped if not _said(p, shipped)]
+        problems += [f"a shipped claim says {p!r}" for p in case.forbid_shipped if _said(p, shipped)]
+    if report is not None and case.expect_statuses:
+        statuses = {s["id"]: s.get("status") for s in report["sections"]}
+        problems += [
+            f"section {sid} is {statuses.get(sid)}, expected {status}"
+            for sid, status in case.expect_statuses.items()
+            if statuses.get(sid) != status
+        ]
     return problems, sorted(fired), attempts
+
+
+def _said(phrase: str, shipped: list[str]) -> bool:
+    return any(phrase.lower() in text for text in shipped)
 
 
 async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> list[CaseResult]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from veracity.domain import Claim, Evidence, SectionDraft
+from veracity.domain import Claim, Evidence, SectionDraft, Violation
 from veracity.semantic.relevance import Candidate, RelevanceScorer
 from veracity.specs.models import Spec
 from veracity.synthesis import SectionFit
@@ -17,9 +17,10 @@ from veracity.synthesis import SectionFit
 
 def check_relevance(
     draft: list[SectionDraft], evidence: list[Evidence], question: str, spec: Spec, scorer: RelevanceScorer
-) -> tuple[list[SectionDraft], dict[str, Any]]:
-    """The draft with off-topic claims cut (``off_topic_cut``) and every kept claim's ``relevance`` set, and the
-    check's summary for the audit trail."""
+) -> tuple[list[SectionDraft], dict[str, Any], list[Violation]]:
+    """The draft with off-topic claims cut (``off_topic_cut``) and every kept claim's ``relevance`` set, the
+    check's summary for the audit trail, and its violations: cutting is not enough when it empties a required
+    section, which then goes back to the composer (``emptied_by_relevance``)."""
     by_id = {ev.id: ev for ev in evidence}
     cutoff = scorer.threshold(spec.relevance.min_relevance)
     fit = SectionFit(scorer.model, question)
@@ -67,14 +68,33 @@ def check_relevance(
         else:
             section = section.model_copy(update={"claims": kept})
         out.append(section)
+    emptied = emptied_by_relevance(spec, out)
     summary = {
         "passed": not cut_log,
         "mode": scorer.mode,
         "cutoff": cutoff,
         "scored": scored,
         "off_topic": cut_log,
+        "violations": [v.model_dump(exclude_none=True) for v in emptied],
     }
-    return out, summary
+    return out, summary, emptied
+
+
+def emptied_by_relevance(spec: Spec, draft: list[SectionDraft]) -> list[Violation]:
+    """An ``off_topic`` violation for each required section the relevance check left without a claim."""
+    return [
+        Violation(
+            check="off_topic",
+            layer="relevance",
+            section_id=s.id,
+            detail=(
+                f"all {len(s.off_topic_cut)} claim(s) of this required section were cut as off topic: they do not "
+                "answer the question; cite evidence that answers it"
+            ),
+        )
+        for s in draft
+        if s.off_topic_cut and not s.claims and spec.section(s.id).required
+    ]
 
 
 def _verbatim(claim: Claim, by_id: dict[str, Evidence]) -> float | None:

@@ -12,6 +12,20 @@ from veracity.specs.models import Spec
 
 DIGEST_SIZE = 8
 NOTHING_PREFIX = messages.NOTHING_RELEVANT.split("{")[0]
+SEARCH_FAILED_PREFIX = messages.SEARCH_FAILED.split("{")[0]
+FallbackKind = Literal["nothing_relevant", "search_failed", "not_verified"]
+
+
+def fallback_kind(reason: str | None) -> FallbackKind:
+    """Why a fallback has nothing written, read from its reason: nothing retrieved answers the question, the
+    search failed, or a draft was made and could not be verified. The floor, the run page's banner and its
+    status line all say it from this one rule."""
+    reason = reason or ""
+    if reason.startswith(NOTHING_PREFIX):
+        return "nothing_relevant"
+    if reason.startswith(SEARCH_FAILED_PREFIX):
+        return "search_failed"
+    return "not_verified"
 
 
 def floor_report(
@@ -28,14 +42,15 @@ def floor_report(
     """The honest note plus the evidence digest. Also the body of a ``handoff``: a person gets the evidence,
     the reader gets no unverified prose."""
     digest = evidence[:DIGEST_SIZE]
-    if outcome == "handoff":
-        unwritten = "Not shipped: confidence is too low; a person will review it."
-    elif reason.startswith(NOTHING_PREFIX):
-        unwritten = "Not written: nothing retrieved answers the question."
-    elif reason.startswith("the search failed"):
-        unwritten = "Not written: the search failed, so there was nothing to write from."
-    else:
-        unwritten = "Not written: the draft could not be verified."
+    unwritten = (
+        "Not shipped: confidence is too low; a person will review it."
+        if outcome == "handoff"
+        else {
+            "nothing_relevant": "Not written: nothing retrieved answers the question.",
+            "search_failed": "Not written: the search failed, so there was nothing to write from.",
+            "not_verified": "Not written: the draft could not be verified.",
+        }[fallback_kind(reason)]
+    )
     sections = [
         ReportSection(
             id=s.id,
@@ -58,7 +73,7 @@ def floor_report(
         )
     )
     note = f"{spec.policy.floor_note} Reason: {reason}."
-    if reason.startswith(NOTHING_PREFIX):  # said plainly: the corpus does not hold an answer
+    if fallback_kind(reason) == "nothing_relevant":  # said plainly: the corpus does not hold an answer
         note = f"{reason}."
     if outcome == "handoff":
         note = f"This answer needs a person before it can be given: {needs_human_reason or reason}."

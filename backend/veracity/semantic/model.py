@@ -75,6 +75,11 @@ class SemanticModel:
                     self._cache.popitem(last=False)
         return out
 
+    def clear_cache(self) -> None:
+        """Forget every cached vector (benchmarks measure a cold run with it)."""
+        with self._lock:
+            self._cache.clear()
+
     def encode_heads(self, texts: Sequence[str]) -> Vectors:
         """Passage heads for dense retrieval (not cached: they are stored per chunk instead)."""
         return self.embedder.encode(list(texts), batch_size=16, max_tokens=HEAD_TOKENS)

@@ -22,6 +22,7 @@ from veracity.errors import VeracityError
 from veracity.fetch.canonical import host_of, link_url
 from veracity.graph.builder import build_graph
 from veracity.models.providers import build_models
+from veracity.runs.floor import fallback_kind
 from veracity.runs.service import RunService
 from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import REPO_ROOT, Settings, get_settings
@@ -82,6 +83,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     templates.env.filters["refnumbers"] = report_reference_numbers
     templates.env.filters["age"] = age
     templates.env.filters["link_url"] = link_url
+    templates.env.filters["fallback_kind"] = fallback_kind
     app.state.templates = templates
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")

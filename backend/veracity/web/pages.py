@@ -95,6 +95,7 @@ async def run_page(
     session: SessionDep,
     shape: ShapeDep,
     service: ServiceDep,
+    settings: SettingsDep,
     version: Annotated[int | None, Query(ge=1, description="An artifact version; the latest if omitted.")] = None,
 ) -> HTMLResponse:
     run = await run_or_404(session, run_id)
@@ -127,18 +128,18 @@ async def run_page(
             "sections": spec.sections if spec else [],
             "same_question": same_question,
             "attribution": ATTRIBUTION,
-            "mismatch": corpus_mismatch(service.registry.all(), spec, run.corpus),
+            "mismatch": corpus_mismatch(service.registry.all(), spec, run.corpus, settings.corpus.default),
         },
     )
 
 
-def corpus_mismatch(specs: list[Any], spec: Any, corpus: str) -> str | None:
+def corpus_mismatch(specs: list[Any], spec: Any, corpus: str, general: str) -> str | None:
     """What the run page says when a run's template and corpus do not belong together: a template written for a
     corpus of its own run on another, or a general template run on another template's own corpus. Any
-    template may run on any corpus; this only says what the page can tell."""
+    template may run on any corpus; this only says what the page can tell. ``general``: the default corpus,
+    which belongs to no template."""
     if spec is None or spec.default_source.kind != "local" or corpus == spec.default_source.corpus:
         return None
-    general = "wiki"
     own = spec.default_source.corpus
     if own != general:
         return (

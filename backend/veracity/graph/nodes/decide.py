@@ -63,7 +63,7 @@ def no_evidence_reason(state: RunState) -> str:
     failed = [s for s in stats if s.status == "failed"]
     if failed and not state.get("evidence"):
         errors = "; ".join(dict.fromkeys(str(s.error) for s in failed))[:300]
-        return f"the search failed on {len(failed)} of {len(stats)} branch(es) and nothing relevant was found: {errors}"
+        return messages.SEARCH_FAILED.format(failed=len(failed), branches=len(stats), errors=errors)
     return nothing_relevant(state)
 
 

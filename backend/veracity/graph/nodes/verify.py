@@ -25,26 +25,8 @@ from veracity.guards.reviewer import RuleReviewer
 from veracity.guards.status import confidence, with_status
 from veracity.guards.supervisor import answer_language, supervisor_violations
 from veracity.runs.report import render_draft
-from veracity.specs.models import Spec
 
 PHRASE_CHECKS = frozenset({"advice_phrase", "echoed_personal_phrase", "forbidden_pattern"})
-
-
-def emptied_by_relevance(spec: Spec, draft: list[SectionDraft]) -> list[Violation]:
-    """An ``off_topic`` violation for each required section the relevance check left without a claim."""
-    return [
-        Violation(
-            check="off_topic",
-            layer="relevance",
-            section_id=s.id,
-            detail=(
-                f"all {len(s.off_topic_cut)} claim(s) of this required section were cut as off topic: they do not "
-                "answer the question; cite evidence that answers it"
-            ),
-        )
-        for s in draft
-        if s.off_topic_cut and not s.claims and spec.section(s.id).required
-    ]
 
 
 def _summary(violations: list[Violation]) -> dict[str, Any]:
@@ -77,13 +59,9 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         checks["l1"] = _summary(l1)
         drafted = draft  # as the composer wrote it, for the phrase rules below
         # Off the event loop: a reworded claim is embedded to be scored.
-        draft, checks["relevance"] = await asyncio.to_thread(
+        draft, checks["relevance"], emptied = await asyncio.to_thread(
             check_relevance, draft, evidence, state["question"], spec, ctx.relevance
         )
-        # Cutting is not enough when it empties a required section: the draft goes back to answer the question.
-        emptied = emptied_by_relevance(spec, draft)
-        checks["relevance"] = {**checks["relevance"], "passed": checks["relevance"]["passed"] and not emptied}
-        checks["relevance"]["violations"] = [v.model_dump(exclude_none=True) for v in emptied]
         if l1:
             l2: list[Violation] = []
             checks["l2"] = {"skipped": "L1 failed; the draft goes back without paying for a judge"}
