@@ -1,17 +1,30 @@
 """The reviewer: a typed verdict ``ok`` / ``revise`` / ``crisis`` with a reason and concrete concerns (seed 003).
 
-Offline it is rule-based: crisis language in the question or the draft (the router's own screen over both)
-is ``crisis``; any violation from L1–L3 is ``revise`` with those violations as its concerns; otherwise ``ok``.
+Offline it is rule-based. Crisis language in the person's message, or in what the answer says to them in its own
+words, is ``crisis``; any violation from L1–L3 is ``revise`` with those violations as its concerns; otherwise ``ok``.
+Both are read with the router's own screen, each on its own (a question's "I" and a quote's "die" never make one
+message). The answer's own words are :func:`veracity.guards.voice.spoken`: a quote of the evidence a claim cites, or
+someone's reported speech, is the source's words, not the answer's, unless it addresses the reader (issue 14: a
+news quote "... told reporters: I want to kill myself ..." is nobody in crisis talking to Veracity). Quotes are
+recognised against the run's evidence given to :class:`RuleReviewer`; without it no claim is known to be a quote,
+and each claim is read with only its reported speech set aside.
+
 A model reviewer's raw output is parsed by :func:`parse_verdict`; output that does not parse raises
 :class:`MalformedOutput` and the run goes to the floor.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from veracity.checks import parse_claim
 from veracity.compose.base import MalformedOutput, ReviewRequest, feedback_lines
 from veracity.compose.parse import parse_as
-from veracity.domain import ReviewVerdict
+from veracity.domain import Evidence, ReviewVerdict
 from veracity.guards.router import screen
+from veracity.guards.voice import spoken
+
+_REASON_CHARS = 500
 
 
 def parse_verdict(raw: str) -> ReviewVerdict:
@@ -21,15 +34,36 @@ def parse_verdict(raw: str) -> ReviewVerdict:
     return verdict
 
 
+def answer_voice(draft_text: str, quotes: dict[str, str]) -> str:
+    """What a rendered draft (a heading or one anchored claim a line) says in its own words, a line per claim
+    that says anything; ``quotes`` maps evidence ids to their quotes."""
+    lines = []
+    for line in draft_text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        claim = parse_claim(line)
+        if said := spoken(claim.text, [quotes[eid] for eid in claim.evidence_ids if eid in quotes]):
+            lines.append(said)
+    return "\n".join(lines)
+
+
 class RuleReviewer:
     name = "rules"
 
+    def __init__(self, evidence: Sequence[Evidence] = ()) -> None:
+        self._quotes = {ev.id: ev.quote for ev in evidence}
+
     async def review(self, request: ReviewRequest) -> ReviewVerdict:
-        decision = screen(f"{request.question}\n{request.draft_text}", request.spec.policy)
-        if decision.route == "crisis":
-            return ReviewVerdict(
-                verdict="crisis", reason=f"crisis language: {decision.reason}", concerns=decision.matched[:5]
-            )
+        policy = request.spec.policy
+        voice = answer_voice(request.draft_text, self._quotes)
+        for where, text in (("the question", request.question), ("the answer's own words", voice)):
+            decision = screen(text, policy)
+            if decision.route == "crisis":
+                return ReviewVerdict(
+                    verdict="crisis",
+                    reason=f"crisis language in {where}: {decision.reason}"[:_REASON_CHARS],
+                    concerns=decision.matched[:5],
+                )
         if request.violations:
             return ReviewVerdict(
                 verdict="revise",

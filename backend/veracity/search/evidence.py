@@ -1,7 +1,9 @@
 """Sentence-level evidence from search hits: fact-shaped sentences with exact offsets and a content hash.
 
 Which candidates become evidence is decided by their relevance to the question (``veracity.semantic.relevance``,
-in ``retrieve``), not here: this module only finds sentences and records where they stood."""
+in ``retrieve``), not here: this module only finds sentences and records where they stood. A sentence that
+addresses the model reading it ("SYSTEM: ...", "ignore previous instructions", ``guards.injection``) is never a
+candidate, nor is any sentence of a passage whose title does; :func:`instructions_in` lists them for the audit."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from veracity.domain import WEB_SOURCE, Evidence, SourceRef
 from veracity.fetch.canonical import host_of
 from veracity.graph.context import SearchHit
+from veracity.guards.injection import Instruction, instruction_in
 from veracity.text import sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
@@ -70,12 +73,38 @@ class SentenceCandidate:
 
 
 def sentence_candidates(hit: SearchHit, fetched_at: str) -> list[SentenceCandidate]:
-    """Every fact-shaped sentence of a passage, in order."""
+    """Every fact-shaped sentence of a passage, in order, but those addressed to the model (none at all when the
+    passage's title is)."""
+    if instruction_in(hit.title) is not None:
+        return []
     out = []
     for position, (s, e) in enumerate(sentence_spans(hit.text)):
-        if is_fact_shaped(hit.text[s:e]):
+        sentence = hit.text[s:e]
+        if is_fact_shaped(sentence) and instruction_in(sentence) is None:
             out.append(SentenceCandidate(hit=hit, start=s, end=e, position=position, fetched_at=fetched_at))
     return out
+
+
+@dataclass(frozen=True)
+class SourceInstruction:
+    """Text of an opened passage that addresses the model: never evidence, recorded in the audit."""
+
+    text: str
+    instruction: Instruction
+    start: int | None
+    """Offsets in the stored document; None for the passage's title."""
+    end: int | None
+
+
+def instructions_in(hit: SearchHit) -> list[SourceInstruction]:
+    """The title and every sentence of a passage (fact-shaped or not) that address the model, in order."""
+    found = []
+    if (title := instruction_in(hit.title)) is not None:
+        found.append(SourceInstruction(hit.title, title, None, None))
+    for s, e in sentence_spans(hit.text):
+        if (instruction := instruction_in(hit.text[s:e])) is not None:
+            found.append(SourceInstruction(hit.text[s:e], instruction, hit.start + s, hit.start + e))
+    return found
 
 
 def to_evidence(

@@ -3,7 +3,9 @@
 Local corpus hits carry their passage text. Web hits carry a snippet: the page is opened through the run's
 coordinator (once per run, within the page budget, under the IO semaphore) and the fetch cache. A page that
 fails (timeout, 404, refused, parse error) is recorded on the branch and the branch goes on; a branch whose
-search itself fails is recorded as failed and the run goes on.
+search itself fails is recorded as failed and the run goes on. Text in what was opened that addresses the model
+("SYSTEM: ...", "ignore previous instructions") is never evidence; each source holding some is recorded in the
+audit trail as ``instruction_in_source`` (by the branch that opened it, so once per page or passage).
 """
 
 from __future__ import annotations
@@ -20,10 +22,20 @@ from veracity.domain import BranchStat, Evidence, Subtask
 from veracity.errors import VeracityError
 from veracity.graph.context import Context, SearchHit
 from veracity.graph.state import RetrieveTask
-from veracity.search.evidence import SentenceCandidate, dedupe_near_identical, sentence_candidates, to_evidence
+from veracity.search.evidence import (
+    SentenceCandidate,
+    SourceInstruction,
+    dedupe_near_identical,
+    instructions_in,
+    sentence_candidates,
+    to_evidence,
+)
 from veracity.semantic.relevance import Candidate
 
 logger = logging.getLogger(__name__)
+
+MAX_AUDIT_CHARS = 300
+"""Longest text of a sentence addressed to the model kept in the audit trail."""
 
 
 async def _progress(ctx: Context, stat: BranchStat, status: str, sources: list[dict[str, Any]] | None = None) -> None:
@@ -103,12 +115,18 @@ async def _open_local(ctx: Context, hit: SearchHit, stat: BranchStat, sources: l
 
 
 async def _search_and_read(
-    ctx: Context, task: RetrieveTask, subtask: Subtask, stat: BranchStat, sources: list[dict[str, Any]]
+    ctx: Context,
+    task: RetrieveTask,
+    subtask: Subtask,
+    stat: BranchStat,
+    sources: list[dict[str, Any]],
+    addressed: list[tuple[SearchHit, list[SourceInstruction]]],
 ) -> list[SentenceCandidate]:
     """Search each query, open each hit once per run, and collect the fact-shaped sentences of what was opened:
     at most ``max_candidates`` sentences a branch (relevance is paid per sentence), taken round-robin over the
     opened passages in rank order (each passage's first sentence, then each one's second…), so a long first
-    passage cannot crowd out the others, nor the second query's."""
+    passage cannot crowd out the others, nor the second query's. What addresses the model in a passage this
+    branch opened first goes to ``addressed``."""
     per_hit: list[list[SentenceCandidate]] = []
     for query in subtask.queries:
         hits = await ctx.search.search(query=query, corpus=task["corpus"], k=ctx.limits.search_k)
@@ -127,6 +145,8 @@ async def _search_and_read(
                 hit, fetched_at = page, sources[-1]["fetched_at"]
             elif not await _open_local(ctx, hit, stat, sources):
                 continue
+            if not sources[-1].get("shared") and (found := instructions_in(hit)):
+                addressed.append((hit, found))
             per_hit.append(sentence_candidates(hit, fetched_at))
     return round_robin(per_hit, ctx.max_candidates)
 
@@ -175,14 +195,53 @@ def _select(
     return kept
 
 
+async def _record_instructions(
+    ctx: Context, task: RetrieveTask, addressed: list[tuple[SearchHit, list[SourceInstruction]]]
+) -> None:
+    """One ``instruction_in_source`` audit entry per source, with every sentence (or title) of it that addresses
+    the model: none of them is evidence."""
+    by_doc: dict[str, dict[str, Any]] = {}
+    for hit, found in addressed:
+        entry = by_doc.setdefault(
+            hit.doc_id,
+            {
+                "doc_id": hit.doc_id,
+                "title": hit.title,
+                "url": hit.url,
+                "corpus": task["corpus"],
+                "subtask_id": task["subtask"].id,
+                "sentences": [],
+            },
+        )
+        entry["sentences"] += [
+            {
+                "text": f.text[:MAX_AUDIT_CHARS],
+                "kind": f.instruction.kind,
+                "matched": f.instruction.matched,
+                "start": f.start,
+                "end": f.end,
+            }
+            for f in found
+        ]
+    for doc_id, entry in by_doc.items():
+        logger.warning(
+            "run %s: %s addresses the model in %d place(s); none is evidence",
+            task["run_id"],
+            doc_id,
+            len(entry["sentences"]),
+        )
+        await ctx.audit("instruction_in_source", 0, entry)
+
+
 async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     subtask = task["subtask"]
     stat = BranchStat(subtask_id=subtask.id, status="done")
     await _progress(ctx, stat, "running")
     sources: list[dict[str, Any]] = []
+    addressed: list[tuple[SearchHit, list[SourceInstruction]]] = []
     try:
-        found = await _search_and_read(ctx, task, subtask, stat, sources)
+        found = await _search_and_read(ctx, task, subtask, stat, sources, addressed)
         # Off the event loop: embedding the sentences is CPU work.
         selected = await asyncio.to_thread(_select, ctx, task["question"], task, found, stat)
         kept = dedupe_near_identical(selected)[: ctx.limits.evidence_per_subtask]
@@ -191,5 +250,6 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
         logger.warning("run %s branch %s failed: %s", task["run_id"], subtask.id, exc)
         stat.status, stat.error = "failed", f"{type(exc).__name__}: {exc}"
         kept = []
+    await _record_instructions(ctx, task, addressed)
     await _progress(ctx, stat, stat.status, sources)
     return {"evidences": kept, "branch_stats": [stat]}
