@@ -2,8 +2,10 @@
 
 Offline it is rule-based. Crisis language in the person's message, or in what the answer says to them in its own
 words, is ``crisis``; any violation from L1–L3 is ``revise`` with those violations as its concerns; otherwise ``ok``.
-Both are read with the router's own screen, each on its own (a question's "I" and a quote's "die" never make one
-message). The answer's own words are :func:`veracity.guards.voice.spoken`: a quote of the evidence a claim cites, or
+Both are read with the router's own screen, each claim on its own and apart from the question: a question's "I"
+and a quote's "die" never make one message, nor do two unrelated sourced sentences.
+
+The answer's own words are :func:`veracity.guards.voice.spoken`: a quote of the evidence a claim cites, or
 someone's reported speech, is the source's words, not the answer's, unless it addresses the reader (issue 14: a
 news quote "... told reporters: I want to kill myself ..." is nobody in crisis talking to Veracity). Quotes are
 recognised against the run's evidence given to :class:`RuleReviewer`; without it no claim is known to be a quote,
@@ -34,17 +36,17 @@ def parse_verdict(raw: str) -> ReviewVerdict:
     return verdict
 
 
-def answer_voice(draft_text: str, quotes: dict[str, str]) -> str:
-    """What a rendered draft (a heading or one anchored claim a line) says in its own words, a line per claim
+def answer_voice(draft_text: str, quotes: dict[str, str]) -> list[str]:
+    """What a rendered draft (a heading or one anchored claim a line) says in its own words, one entry per claim
     that says anything; ``quotes`` maps evidence ids to their quotes."""
-    lines = []
+    said = []
     for line in draft_text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         claim = parse_claim(line)
-        if said := spoken(claim.text, [quotes[eid] for eid in claim.evidence_ids if eid in quotes]):
-            lines.append(said)
-    return "\n".join(lines)
+        if words := spoken(claim.text, [quotes[eid] for eid in claim.evidence_ids if eid in quotes]):
+            said.append(words)
+    return said
 
 
 class RuleReviewer:
@@ -55,8 +57,9 @@ class RuleReviewer:
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:
         policy = request.spec.policy
-        voice = answer_voice(request.draft_text, self._quotes)
-        for where, text in (("the question", request.question), ("the answer's own words", voice)):
+        read = [("the question", request.question)]
+        read += [("the answer's own words", words) for words in answer_voice(request.draft_text, self._quotes)]
+        for where, text in read:
             decision = screen(text, policy)
             if decision.route == "crisis":
                 return ReviewVerdict(
