@@ -61,6 +61,8 @@ def test_a_claim_is_a_quote_of_its_evidence_whatever_its_case_spacing_quote_mark
         ("Take two tablets every four hours.", True),
         ("If the pain persists, see a doctor.", True),
         ("Don't leave the kettle switched on overnight.", True),
+        ("Don’t leave the kettle switched on overnight.", True),
+        ("Lower back pain is common in adults.", False),
         ("The kettle switches itself off when the water boils.", False),
         ("Die Hard is a 1988 American action film.", False),  # a title, not an order
         ("Take Five is a jazz standard composed by Paul Desmond.", False),

@@ -43,14 +43,16 @@ _REPORTING = re.compile(
     r"|messaged|noted|notes|continued|concluded|remarked|commented)\b(?:[ \t]+[^\s:;.!?]+){0,6}?[ \t]*:[ \t]*(?=\S)",
     re.I,
 )
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves)\b|\byou['’](?:re|ll|ve|d)\b", re.I)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves)\b", re.I)
 _ORDER_VERBS = frozenset(
     """take stop start keep try call contact ask tell talk speak go get make give use avoid do don't dont never always
     please remember consider check see visit click tap choose select enter press follow put leave cut jump kill hurt
-    harm eat drink swallow hide buy sell invest sign pay send wait find look seek reach bring hold add remove delete
-    install download sleep rest breathe drive walk sit stand write share apply refuse accept wash dial think stay
-    avoid pick throw overdose starve quit skip double halve increase reduce lower raise""".split()
+    harm eat drink swallow hide buy sell invest pay send wait find look seek reach bring hold add remove delete
+    install download sleep breathe drive walk sit stand write share apply refuse accept wash dial stay pick throw
+    overdose starve quit skip double halve increase reduce raise""".split()
 )
+"""Verbs that open an order ("Take two tablets"); not those that more often open a noun phrase ("Lower back pain",
+"Rest of the world", "Sign language", "Think tanks")."""
 _LEADING_CLAUSE = re.compile(
     r"^(?:if|when|whenever|before|after|once|while|unless|until|to|for|in case|as soon as)\b[^,;:]{0,160}[,;:]\s*",
     re.I,
@@ -88,7 +90,7 @@ def _orders(sentence: str) -> bool:
     sentence = sentence.strip(" \t\n\"'“”‘’«»()[]*-–—")
     for clause in (sentence, _LEADING_CLAUSE.sub("", sentence, count=1)):
         tokens = clause.split()
-        if not tokens or tokens[0].lower().strip(",.;:!?") not in _ORDER_VERBS:
+        if not tokens or tokens[0].lower().replace("’", "'").strip(",.;:!?") not in _ORDER_VERBS:
             continue
         following = tokens[1] if len(tokens) > 1 else ""
         if not (following[:1].isupper() and following != "I"):
