@@ -195,7 +195,7 @@ def _select(
     return kept
 
 
-async def _record_instructions(
+async def record_instructions(
     ctx: Context, task: RetrieveTask, addressed: list[tuple[SearchHit, list[SourceInstruction]]]
 ) -> None:
     """One ``instruction_in_source`` audit entry per source, with every sentence (or title) of it that addresses
@@ -250,6 +250,6 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
         logger.warning("run %s branch %s failed: %s", task["run_id"], subtask.id, exc)
         stat.status, stat.error = "failed", f"{type(exc).__name__}: {exc}"
         kept = []
-    await _record_instructions(ctx, task, addressed)
+    await record_instructions(ctx, task, addressed)
     await _progress(ctx, stat, stat.status, sources)
     return {"evidences": kept, "branch_stats": [stat]}
