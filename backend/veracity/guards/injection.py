@@ -55,13 +55,20 @@ _ROLE = re.compile(
     re.I | re.S,
 )
 _TO_MODEL = re.compile(
-    r"\byou(?:r|rs|rself)?\b|\byou['’](?:re|ll|ve|d)\b"
+    r"\byou(?:r|rs|rself)?\b"
     r"|^\W*(?:ignore|disregard|forget|output|reveal|print|repeat|respond|reply|answer|act|pretend|obey|comply"
     r"|override|bypass|enable|enter|switch|do not|don['’]t|never)\b"
     r"|\b(?:the user|the assistant|this conversation|(?:system|hidden|secret|original|initial|previous) "
     r"(?:prompt|instructions))\b",
     re.I,
 )
+_TRIGGER_WORDS = frozenset(
+    """you your ignore disregard forget override bypass prompt instruction instructions dan jailbreak jailbroken
+    unrestricted unfiltered uncensored ai ais llm llms language chatbot chatbots chatgpt gpt claude gemini copilot bot
+    bots crawler crawlers summarising summarizing answering above pretend act system assistant developer""".split()
+)
+"""Every pattern below needs one of these words: a sentence without any is read no further (most sentences)."""
+_TOKEN = re.compile(r"[a-z]+")
 _MARKUP = re.compile(r"<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[/?INST\]|<</?SYS>>", re.I)
 
 _QUALIFIED = (
@@ -177,6 +184,8 @@ def instruction_in(sentence: str) -> Instruction | None:
     """How ``sentence`` addresses the model reading it, or None for a sentence written for a person."""
     if markup := _MARKUP.search(sentence):
         return Instruction("chat_markup", markup.group(0))
+    if _TRIGGER_WORDS.isdisjoint(_TOKEN.findall(sentence.lower())):
+        return None
     text = _unmention(sentence)
     role = _ROLE.match(text)
     if role and _TO_MODEL.search(role.group(1)):
