@@ -11,6 +11,7 @@ from veracity.compose.base import Composer, Reviewer
 from veracity.domain import Subtask
 from veracity.fetch.opened import OpenedPage
 from veracity.guards.judge import GroundingJudge
+from veracity.guards.screen_model import LearnedScreen, learned_screen
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.relevance import RelevanceScorer
 from veracity.settings import LimitSettings
@@ -156,6 +157,11 @@ class Context:
     @property
     def relevance(self) -> RelevanceScorer:
         return RelevanceScorer(self.semantic)
+
+    @property
+    def screener(self) -> LearnedScreen:
+        """The screen's learned layer for this process's semantic model (lexical without it)."""
+        return learned_screen(self.semantic)
 
 
 def _default_composer() -> Composer:

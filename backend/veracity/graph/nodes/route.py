@@ -1,5 +1,6 @@
-"""``route``: the first step, before any search or model call. Patterns first (free, instant), then the cheap
-local classifier behind them; ``escalate`` or ``crisis`` ends the run with the spec's answer at no cost."""
+"""``route``: the first step, before any search or model call. Patterns first (free, instant), then the learned
+screen behind them (local: one sentence embedding); ``escalate`` or ``crisis`` ends the run with the spec's answer
+at no cost."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-    decision = screen(state["question"], runtime.context.spec.policy)
+    decision = screen(state["question"], runtime.context.spec.policy, runtime.context.screener)
     logger.info("run %s route=%s (%s)", state["run_id"], decision.route, decision.reason)
     await runtime.context.emit(
         "route_decided",
@@ -32,6 +33,10 @@ async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "layer": decision.layer,
             "matched": decision.matched,
             "score": decision.score,
+            "domain": decision.domain,
+            "mode": decision.mode,
+            "probabilities": decision.probabilities,
+            "nearest": [{"label": e.label, "text": e.text, "similarity": e.similarity} for e in decision.nearest],
         },
     )
     envelope = (

@@ -1,0 +1,223 @@
+"""The screen's learned layer: is this message a crisis, a request for personal legal, medical or financial advice,
+or neither? Logistic models fitted offline (``python -m veracity.guards.screen_fit``, ``make fit-screen``) on the
+material in ``training/screen`` and shipped as ``guards/data/screen.json`` with its split, sources and
+cross-validated figures. Nothing here is a hand-set weight or threshold: both come from that file.
+
+Features, the same at fitting and at run time (:func:`feature_rows`):
+
+- the message's sentence embedding (the process's semantic model, all-MiniLM-L6-v2), when it is loaded;
+- the general cues of :mod:`veracity.guards.cues` (first person, a narrative, "should I", intent, method ...), one
+  binary feature each;
+- per domain, whether the shipped policy packs' terms for it occur (none, one, two or more) and whether the asker
+  owns one ("my tax return").
+
+Each class has its own one-vs-rest model. Crisis may also be scored on each sentence of the message (the highest
+counts, so one disclosure inside a long, ordinary message still counts) when that won out of fold at fitting
+(``by_sentence`` in the file). Without the semantic model the
+lexical models (cues and domain terms only, fitted on the same material) decide, and the product says so.
+
+``nearest`` returns the training examples closest in meaning, which ``veracity screen`` prints to explain a route.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
+from veracity.semantic.model import SemanticModel
+from veracity.text import sentence_spans
+
+CRISIS = "crisis"
+ADVICE = ("legal", "medical", "financial")
+CLASSES = (CRISIS, *ADVICE)
+DOMAIN_FEATURES = tuple(f"terms_{d}" for d in CLASSES) + ("owned_domain",)
+LEXICAL_FEATURES = CUE_NAMES + DOMAIN_FEATURES
+MAX_SENTENCES = 8
+"""Sentences of one message scored on their own for crisis (a longer message keeps its first ones)."""
+NEAREST = 3
+
+
+@cache
+def _domain_terms() -> dict[str, re.Pattern[str]]:
+    """The shipped packs' domain terms, one expression per domain, run on the lower-cased message."""
+    from veracity.specs.policy import all_packs_policy  # the packs import the spec models, which import guards
+
+    terms: dict[str, re.Pattern[str]] = {}
+    for name, domain in all_packs_policy().classifier_domains.items():
+        if name in CLASSES and domain.terms:
+            joined = "|".join(f"(?:{t})" for t in domain.terms)
+            terms[name] = re.compile(rf"(?<!\w)(?:{joined})(?!\w)")
+    return terms
+
+
+def lexical_features(text: str) -> tuple[np.ndarray, dict[str, str]]:
+    """The cue and domain-term features of one normalised message, and the text each one matched."""
+    low = text.lower()
+    cues = find_cues(text)
+    row = [1.0 if name in cues else 0.0 for name in CUE_NAMES]
+    owned: str | None = None
+    for name in CLASSES:
+        pattern = _domain_terms().get(name)
+        found = list(dict.fromkeys(m.group(0) for m in pattern.finditer(low))) if pattern else []
+        row.append(min(len(found), 2) / 2)
+        if found:
+            cues[f"terms_{name}"] = ", ".join(found[:4])
+        if found and name != CRISIS and owned is None and pattern is not None:
+            owned = owned_term(pattern, low)
+    row.append(1.0 if owned else 0.0)
+    if owned:
+        cues["owned_domain"] = owned
+    return np.asarray(row, dtype=np.float32), cues
+
+
+def feature_rows(texts: list[str], semantic: SemanticModel | None) -> np.ndarray:
+    """One row per normalised text: [embedding, lexical features] with the model, lexical features without."""
+    lexical = np.stack([lexical_features(t)[0] for t in texts]) if texts else np.zeros((0, len(LEXICAL_FEATURES)))
+    if semantic is None:
+        return lexical
+    return np.hstack([semantic.encode(texts), lexical])
+
+
+@dataclass(frozen=True)
+class Head:
+    """One class's logistic model on standardised features."""
+
+    weights: np.ndarray
+    bias: float
+    mean: np.ndarray
+    scale: np.ndarray
+    threshold: float
+    by_sentence: bool = False
+    """Crisis only: also score each sentence of the message and keep the highest (chosen at fitting)."""
+
+    def probability(self, rows: np.ndarray) -> np.ndarray:
+        z = ((rows - self.mean) / self.scale) @ self.weights + self.bias
+        return 1 / (1 + np.exp(-np.clip(z, -30, 30)))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Head:
+        return cls(
+            np.asarray(data["weights"], dtype=np.float64),
+            float(data["bias"]),
+            np.asarray(data["mean"], dtype=np.float64),
+            np.asarray(data["scale"], dtype=np.float64),
+            float(data["threshold"]),
+            bool(data.get("by_sentence", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Example:
+    label: str
+    text: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class ScreenScore:
+    """Every class's probability for one message, the cues that fired, and the closest training examples."""
+
+    probabilities: dict[str, float]
+    thresholds: dict[str, float]
+    cues: dict[str, str]
+    nearest: list[Example]
+    sentence: str | None
+    """The sentence that carried the crisis score when it was higher than the whole message's."""
+    mode: str
+
+    def fired(self, name: str) -> bool:
+        return self.probabilities[name] >= self.thresholds[name]
+
+
+class LearnedScreen:
+    """The fitted heads for one mode (``semantic`` or ``lexical``) and, with the model, the training examples'
+    vectors for ``nearest``."""
+
+    def __init__(
+        self,
+        heads: dict[str, Head],
+        semantic: SemanticModel | None,
+        examples: tuple[np.ndarray, list[str], list[str]] | None = None,
+    ) -> None:
+        self.heads = heads
+        self.semantic = semantic
+        self.examples = examples
+        self.mode = "semantic" if semantic is not None else "lexical"
+
+    def score(self, text: str) -> ScreenScore:
+        text = normalise(text)
+        sentences = [text[s:e] for s, e in sentence_spans(text)][:MAX_SENTENCES]
+        by_sentence = self.heads[CRISIS].by_sentence and len(sentences) > 1
+        pieces = [text] + ([s for s in sentences if s != text] if by_sentence else [])
+        rows = feature_rows(pieces, self.semantic)
+        probabilities = {name: float(head.probability(rows[:1])[0]) for name, head in self.heads.items()}
+        sentence = None
+        if len(pieces) > 1:
+            by_sentence = self.heads[CRISIS].probability(rows[1:])
+            best = int(np.argmax(by_sentence))
+            if by_sentence[best] > probabilities[CRISIS]:
+                probabilities[CRISIS], sentence = float(by_sentence[best]), pieces[1 + best]
+        nearest = self._nearest(rows[0]) if self.examples is not None and self.semantic is not None else []
+        return ScreenScore(
+            probabilities=probabilities,
+            thresholds={name: head.threshold for name, head in self.heads.items()},
+            cues=lexical_features(text)[1],
+            nearest=nearest,
+            sentence=sentence,
+            mode=self.mode,
+        )
+
+    def _nearest(self, row: np.ndarray) -> list[Example]:
+        assert self.examples is not None
+        vectors, labels, texts = self.examples
+        similarity = vectors @ row[: vectors.shape[1]].astype(np.float32)
+        order = np.argsort(-similarity)[:NEAREST]
+        return [Example(labels[i], texts[i], round(float(similarity[i]), 3)) for i in order]
+
+
+def _data(name: str) -> Any:
+    return resources.files("veracity.guards").joinpath("data", name)
+
+
+@cache
+def _fitted() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_data("screen.json").read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def _examples() -> tuple[np.ndarray, list[str], list[str]] | None:
+    with _data("screen_examples.npz").open("rb") as handle:
+        archive = np.load(handle, allow_pickle=False)
+        return (
+            archive["vectors"].astype(np.float32),
+            [str(x) for x in archive["labels"]],
+            [str(x) for x in archive["texts"]],
+        )
+
+
+@cache
+def _learned(semantic: SemanticModel | None) -> LearnedScreen:
+    fitted = _fitted()["semantic" if semantic is not None else "lexical"]
+    heads = {name: Head.from_json(fitted["heads"][name]) for name in CLASSES}
+    return LearnedScreen(heads, semantic, _examples() if semantic is not None else None)
+
+
+def learned_screen(semantic: SemanticModel | None) -> LearnedScreen:
+    """The screen for this process's semantic model (or the lexical one), loaded once."""
+    return _learned(semantic)
+
+
+def fitted_summary() -> dict[str, Any]:
+    """Where the shipped models came from and their cross-validated figures (for ``make eval-guards``)."""
+    fitted = _fitted()
+    return {k: v for k, v in fitted.items() if k not in ("semantic", "lexical")} | {
+        mode: fitted[mode]["cv"] for mode in ("semantic", "lexical")
+    }
