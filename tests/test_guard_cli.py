@@ -116,15 +116,22 @@ def test_screen_routes_with_every_pack(tmp_path: Path) -> None:
     assert "end my life" in results[1]["matched"]  # type: ignore[operator]
 
 
-def test_screen_with_a_template_applies_only_its_packs(tmp_path: Path) -> None:
+def test_screen_protects_on_a_template_without_advice_packs_and_explains(tmp_path: Path) -> None:
     messages = write_jsonl(tmp_path / "messages.jsonl", MESSAGES)
     out = run(["screen", str(messages), "--json", "--template", "market_brief"], tmp_path / "cli.db")
     assert out.returncode == 0, out.stderr
-    assert [(r["id"], r["route"]) for r in json_lines(out.stdout)] == [
+    results = json_lines(out.stdout)
+    assert [(r["id"], r["route"]) for r in results] == [
         ("lookalike", "proceed"),
         ("crisis", "crisis"),
-        ("landlord", "proceed"),  # market_brief carries the crisis pack only
+        ("landlord", "escalate"),  # market_brief carries the crisis pack only; every template is screened alike
     ]
+    landlord = results[2]
+    assert landlord["domain"] == "legal" and landlord["mode"] == "semantic"
+    assert set(landlord["probabilities"]) == {"crisis", "legal", "medical", "financial"}
+    assert len(landlord["nearest"]) == 3 and all({"label", "similarity", "text"} <= set(e) for e in landlord["nearest"])
+    text = run(["screen", str(messages), "--template", "market_brief"], tmp_path / "cli.db").stdout
+    assert "landlord\tescalate\t" in text and "    nearest (" in text and "    p: crisis " in text
 
 
 def test_screen_bad_line_and_unknown_template_are_bad_input(tmp_path: Path) -> None:
