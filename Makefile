@@ -79,6 +79,10 @@ eval-retrieval: $(TEST_STAMP) ## SciFact nDCG@10/R@100 and HotpotQA recall@10, B
 fit-relevance: install ## Refit the relevance model on HotpotQA's fit split + training/relevance (EVAL_DATA=path)
 	$(BIN)/python -m veracity.semantic.fit $(EVAL_DATA) --wiki-labels training/relevance/wiki_questions.jsonl
 
+.PHONY: fit-screen
+fit-screen: install ## Refit the learned screen on training/screen (5-fold CV figures into guards/data/screen.json)
+	$(BIN)/python -m veracity.guards.screen_fit training/screen
+
 .PHONY: eval-relevance
 eval-relevance: install ## HotpotQA end to end: claim precision, answer recall, decline with the gold hidden (EVAL_DATA=path)
 	$(BIN)/python -m veracity.evals.relevance $(EVAL_DATA)
