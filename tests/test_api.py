@@ -454,6 +454,25 @@ async def test_verify_endpoint_labels_each_claim_with_its_span(client_for, small
     assert results["b"]["label"] == "unsupported"
 
 
+async def test_verify_endpoint_judges_a_summary_claim_by_claim(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    source = "Refunds are available within 14 days after payment. Delivery takes 30 days."
+    summary = "You can get your money back within two weeks of paying. Every order ships with a free gift."
+    body = {"items": [{"id": "s", "claim": summary, "sources": [{"id": "kb", "text": source}]}]}
+    response = await client.post("/v1/verify", json=body)
+    assert response.status_code == 200
+    (result,) = response.json()["results"]
+    assert result["label"] == "unsupported"  # its worst claim's
+    assert [(c["text"], c["label"]) for c in result["claims"]] == [
+        ("You can get your money back within two weeks of paying.", "supported"),
+        ("Every order ships with a free gift.", "unsupported"),
+    ]
+    first = result["claims"][0]
+    assert set(first) == {"text", "label", "score", "evidence", "reason"}
+    span = first["evidence"][0]
+    assert source[span["start"] : span["end"]] == "Refunds are available within 14 days after payment."
+
+
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [

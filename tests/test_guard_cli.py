@@ -59,9 +59,9 @@ def test_verify_labels_each_line_in_input_order_with_offsets(tmp_path: Path) -> 
         ("wrong-number", "unsupported"),
         ("half", "partial"),
     ]
-    assert all({"id", "label", "evidence", "score"} <= set(r) for r in results)
+    assert all({"id", "label", "evidence", "score", "reason", "claims"} <= set(r) for r in results)
     verbatim, wrong, half = results
-    assert verbatim["score"] == 1.0 and wrong["score"] == 0.0
+    assert verbatim["score"] > 0.9 and wrong["score"] == 0.0  # type: ignore[operator]
     assert 0.0 < half["score"] < 1.0  # type: ignore[operator]
     # Each verdict points at the supporting sentence: the source text at [start:end] is exactly that sentence.
     for result in results:
@@ -69,6 +69,40 @@ def test_verify_labels_each_line_in_input_order_with_offsets(tmp_path: Path) -> 
         assert isinstance(spans, list) and spans
         assert [(s["source_id"], SOURCE[s["start"] : s["end"]]) for s in spans] == [("policy", SUPPORTING)]
     assert "14" in str(wrong["reason"]) and "30" in str(wrong["reason"])
+    # A one-sentence claim is one claim, with its own label, score, evidence and reason.
+    assert [c["text"] for c in verbatim["claims"]] == [SUPPORTING]  # type: ignore[union-attr]
+    assert verbatim["claims"][0]["label"] == "supported"  # type: ignore[index]
+
+
+def test_verify_judges_a_summary_sentence_by_sentence(tmp_path: Path) -> None:
+    summary = (
+        "Refunds are available within 14 days of purchase. Delivery to the mainland takes 30 days. "
+        "Every order comes with a free handmade cushion."
+    )
+    claims = write_jsonl(
+        tmp_path / "claims.jsonl", [{"id": "s", "claim": summary, "sources": [{"id": "p", "text": SOURCE}]}]
+    )
+    out = run(["verify", str(claims), "--json"], tmp_path / "cli.db")
+    assert out.returncode == 0, out.stderr
+    (result,) = json_lines(out.stdout)
+    assert set(result) == {"id", "label", "evidence", "score", "reason", "claims"}
+    assert result["label"] == "unsupported"
+    parts = result["claims"]
+    assert isinstance(parts, list)
+    assert [(c["label"], c["text"]) for c in parts] == [
+        ("supported", SUPPORTING),
+        ("supported", "Delivery to the mainland takes 30 days."),
+        ("unsupported", "Every order comes with a free handmade cushion."),
+    ]
+    assert all(set(c) == {"text", "label", "score", "evidence", "reason"} for c in parts)
+    assert str(result["reason"]).startswith("claim 3 of 3 is unsupported")
+    assert result["score"] == min(c["score"] for c in parts)
+
+    text = run(["verify", str(claims)], tmp_path / "cli.db")
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("s\tunsupported\t") and len(lines) == 4
+    assert lines[3].strip().startswith("unsupported") and "cushion" in lines[3]
 
 
 def test_verify_rejects_a_malformed_line_before_answering_any(tmp_path: Path) -> None:

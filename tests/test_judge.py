@@ -1,13 +1,20 @@
-"""The offline grounding judge: labels, supporting spans and reasons on hand-written cases, and the WiCE harness
-on a tiny file written here (no evaluation data is read)."""
+"""The offline grounding judge: labels, supporting spans and reasons on hand-written cases (paraphrases, changed
+numbers, names and negations, invented facts), an input of several sentences judged claim by claim, numbers by
+value, the lexical-only mode, and the WiCE harness on a tiny file written here (no evaluation data is read)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
 from veracity.evals.wice import evaluate_wice, format_wice
-from veracity.guards.judge import GroundingJudge, Judgement, LexicalJudge, Source, Span, make_judge
+from veracity.guards.judge import GroundingJudge, Judgement, LearnedJudge, LexicalJudge, Source, Span, make_judge
+from veracity.guards.judge.claims import judge_input, split_claims
+from veracity.guards.judge.learned import fitted
+from veracity.guards.judge.words import tokenize
+from veracity.semantic.model import Semantics, process_semantics
 
 POLICY = Source(
     "policy",
@@ -18,89 +25,86 @@ COMPANY = Source(
     "company",
     "Northwind Timber was founded in 1998 by Jane Smith in Portland. It employs 1,200 people across three sawmills.",
 )
+REFUND = "Refunds are available within 14 days of purchase."
 
-judge = LexicalJudge()
+judge = make_judge(process_semantics(True))
+lexical_only = make_judge(Semantics(None, "turned off for this test"))
 
 
 def span_text(span: Span, sources: list[Source]) -> str:
     return next(s.text for s in sources if s.id == span.source_id)[span.start : span.end]
 
 
+def test_make_judge_is_the_learned_judge_in_the_process_mode() -> None:
+    made: GroundingJudge = make_judge()
+    assert isinstance(made, LearnedJudge) and made.name == "semantic"
+    assert lexical_only.name == "lexical"
+
+
 async def test_verbatim_sentence_is_supported_with_exact_span() -> None:
-    verdict = await judge.judge("Refunds are available within 14 days of purchase.", [POLICY])
+    verdict = await judge.judge(REFUND, [POLICY])
     assert verdict.label == "supported"
-    assert verdict.score == 1.0
+    assert verdict.score > 0.9
     start = POLICY.text.index("Refunds")
-    end = POLICY.text.index("purchase.") + len("purchase.")
-    assert verdict.evidence == [Span("policy", start, end)]
+    assert verdict.evidence == [Span("policy", start, start + len(REFUND))]
     assert "100%" in verdict.reason
 
 
-async def test_inflected_paraphrase_is_supported() -> None:
-    # Same facts, different word forms and order: the stemmer ("refunded"/"Refunds", "purchases"/"purchase") and
-    # the number both match, so every content word is found.
-    verdict = await judge.judge("Purchases can be refunded within 14 days.", [POLICY])
-    assert verdict.label == "supported"
-    assert span_text(verdict.evidence[0], [POLICY]).startswith("Refunds are available")
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Purchases can be refunded within 14 days.",
+        "Within 14 days of buying, customers can get a refund.",
+        "You can get your money back within two weeks of buying.",  # the issue's paraphrase: two weeks = 14 days
+    ],
+)
+async def test_a_paraphrase_with_the_same_facts_is_not_unsupported(claim: str) -> None:
+    verdict = await judge.judge(claim, [POLICY])
+    assert verdict.label in ("supported", "partial"), verdict.reason
+    assert [span_text(s, [POLICY]) for s in verdict.evidence] == [REFUND]
 
 
-async def test_reworded_paraphrase_is_partial() -> None:
-    # Same facts, but "customers" and "buying" are synonyms a lexical judge cannot see: refund, 14 and days are
-    # found (3 of 6 content words), which is between a third and two thirds, so the honest label is partial.
-    verdict = await judge.judge("Within 14 days of buying, customers can get a refund.", [POLICY])
-    assert verdict.label == "partial"
-    assert verdict.evidence and span_text(verdict.evidence[0], [POLICY]).startswith("Refunds are available")
-    assert "50%" in verdict.reason
+async def test_the_money_back_paraphrase_is_supported_by_meaning_not_words() -> None:
+    # Only "14 days" is shared word for word: the lexical reading alone finds a third of the words.
+    claim = "You can get your money back within two weeks of buying."
+    assert (await judge.judge(claim, [POLICY])).label == "supported"
+    assert "similar in meaning" in (await judge.judge(claim, [POLICY])).reason
+
+
+def test_numbers_are_compared_by_value() -> None:
+    def numbers(text: str) -> list[str]:
+        return [key for key, kind in tokenize(text)[0] if kind == 1]
+
+    assert numbers("within two weeks") == numbers("within 14 days") == ["14"]
+    assert numbers("a fortnight") == ["14"]
+    assert numbers("1.2 million people") == numbers("1,200,000 people") == ["1200000"]
+    assert numbers("forty thousand years") == numbers("40,000 years") == ["40000"]
+    assert numbers("2.50 euros") == ["2.5"]
+    assert numbers("CO2 and the A321neo") == []  # names with digits, not numbers
 
 
 async def test_number_formats_are_normalised() -> None:
-    # "1200" matches "1,200" and "14-day" matches "14 days".
     assert (await judge.judge("Northwind Timber employs 1200 people.", [COMPANY])).label == "supported"
     verdict = await judge.judge("Refunds are available for a 14-day period after purchase.", [POLICY])
     assert verdict.label == "supported"
 
 
-async def test_wrong_number_is_unsupported() -> None:
+async def test_changed_number_is_unsupported_citing_the_contradicting_sentence() -> None:
     verdict = await judge.judge("Refunds are available within 30 days.", [POLICY])
     assert verdict.label == "unsupported"
     assert verdict.score == 0.0
     assert "14" in verdict.reason and "30" in verdict.reason
     # The contradicting sentence is cited, not the delivery sentence that happens to contain "30 days".
-    assert [span_text(s, [POLICY]) for s in verdict.evidence] == ["Refunds are available within 14 days of purchase."]
+    assert [span_text(s, [POLICY]) for s in verdict.evidence] == [REFUND]
 
 
-async def test_number_absent_from_sources_is_not_supported() -> None:
-    verdict = await judge.judge(
-        "Northwind Timber employs 1,200 people and was founded in 1998 with 250 staff.", [COMPANY]
-    )
-    assert verdict.label != "supported"
-    assert "250" in verdict.reason
-
-
-async def test_one_supported_and_one_unsupported_clause_is_partial() -> None:
-    verdict = await judge.judge(
-        "Refunds are available within 14 days of purchase, and the shop also repairs antique clocks for collectors.",
-        [POLICY],
-    )
-    assert verdict.label == "partial"
-    assert "1 of 2 parts" in verdict.reason and "clocks" in verdict.reason
-    # Only the supported part is cited.
-    assert [span_text(s, [POLICY]) for s in verdict.evidence] == ["Refunds are available within 14 days of purchase."]
-
-
-async def test_absent_person_is_not_supported() -> None:
+async def test_changed_name_is_unsupported() -> None:
     verdict = await judge.judge("Northwind Timber was founded in 1998 by Robert Brown.", [COMPANY])
     assert verdict.label == "unsupported"
     assert "Robert Brown" in verdict.reason and "Jane Smith" in verdict.reason
 
 
-async def test_absent_entity_without_rival_is_not_supported() -> None:
-    verdict = await judge.judge("The shop sells handmade furniture made by Astrid Lindqvist.", [POLICY])
-    assert verdict.label != "supported"
-    assert "Astrid Lindqvist" in verdict.reason
-
-
-async def test_negation_flip_is_unsupported() -> None:
+async def test_negation_flip_is_unsupported_both_ways() -> None:
     negated = await judge.judge("Refunds are not available within 14 days of purchase.", [POLICY])
     assert negated.label == "unsupported"
     assert "negated" in negated.reason
@@ -110,10 +114,30 @@ async def test_negation_flip_is_unsupported() -> None:
     assert "negates" in asserted.reason
 
 
-async def test_unrelated_claim_is_unsupported() -> None:
+async def test_absent_name_or_number_is_not_supported() -> None:
+    verdict = await judge.judge("The shop sells handmade furniture made by Astrid Lindqvist.", [POLICY])
+    assert verdict.label != "supported"
+    assert "Astrid Lindqvist" in verdict.reason
+    verdict = await judge.judge(
+        "Northwind Timber employs 1,200 people and was founded in 1998 with 250 staff.", [COMPANY]
+    )
+    assert verdict.label != "supported"
+    assert "250" in verdict.reason
+
+
+async def test_one_supported_and_one_invented_clause_is_partial() -> None:
+    verdict = await judge.judge(f"{REFUND[:-1]}, and the shop also repairs antique clocks for collectors.", [POLICY])
+    assert verdict.label == "partial"
+    assert "1 of 2 parts" in verdict.reason and "clocks" in verdict.reason
+    # Only the supported part is cited.
+    assert [span_text(s, [POLICY]) for s in verdict.evidence] == [REFUND]
+
+
+async def test_unrelated_claim_is_unsupported_without_evidence() -> None:
     verdict = await judge.judge("Volcanic eruptions cooled the northern hemisphere for two summers.", [POLICY, COMPANY])
     assert verdict.label == "unsupported"
     assert verdict.evidence == []
+    assert verdict.score < 0.5
 
 
 async def test_empty_sources_or_claim_is_unsupported() -> None:
@@ -132,23 +156,77 @@ async def test_spans_point_into_the_right_source() -> None:
         "Refunds are available within 14 days, and Northwind Timber was founded in 1998 by Jane Smith.", sources
     )
     assert verdict.label == "supported"
-    assert {s.source_id for s in verdict.evidence} == {"policy", "company"}
-    texts = {span_text(s, sources) for s in verdict.evidence}
-    assert "Refunds are available within 14 days of purchase." in texts
-    assert "Northwind Timber was founded in 1998 by Jane Smith in Portland." in texts
+    texts = {(s.source_id, span_text(s, sources)) for s in verdict.evidence}
+    assert ("policy", REFUND) in texts
+    assert ("company", "Northwind Timber was founded in 1998 by Jane Smith in Portland.") in texts
 
 
 async def test_deterministic() -> None:
     claim = "Northwind Timber was founded in Portland, and it employs 1200 people in four sawmills."
     first = await judge.judge(claim, [POLICY, COMPANY])
-    second = LexicalJudge().judge_sync(claim, [POLICY, COMPANY])
+    second = make_judge(process_semantics(True)).judge_sync(claim, [POLICY, COMPANY])
     assert first == second
     assert isinstance(first, Judgement)
+    assert first.label == "unsupported" and "four" in first.reason  # three sawmills, not four
 
 
-def test_make_judge_returns_the_lexical_judge() -> None:
-    made: GroundingJudge = make_judge()
-    assert isinstance(made, LexicalJudge) and made.name == "lexical"
+async def test_lexical_only_mode_still_judges_and_says_so() -> None:
+    verdict = await lexical_only.judge("Refunds are available within 30 days.", [POLICY])
+    assert verdict.label == "unsupported"
+    assert verdict.reason.endswith("(lexical only: turned off for this test)")
+    verdict = await lexical_only.judge(REFUND, [POLICY])
+    assert verdict.label == "supported" and verdict.reason.endswith("(lexical only: turned off for this test)")
+    assert "similar in meaning" not in verdict.reason
+
+
+async def test_an_input_with_one_invented_sentence_is_unsupported_with_every_claim_labelled() -> None:
+    summary = (
+        "Refunds are available within 14 days of purchase. Delivery to the mainland takes 30 days. "
+        "The shop also offers free gift wrapping on every order."
+    )
+    judged = await judge_input(judge, summary, [POLICY])
+    assert [(c.text, c.judgement.label) for c in judged.claims] == [
+        (REFUND, "supported"),
+        ("Delivery to the mainland takes 30 days.", "supported"),
+        ("The shop also offers free gift wrapping on every order.", "unsupported"),
+    ]
+    assert judged.judgement.label == "unsupported"
+    assert judged.judgement.reason.startswith("claim 3 of 3 is unsupported (“The shop also offers free gift")
+    assert judged.judgement.score == min(c.judgement.score for c in judged.claims)
+    # The input's evidence is every claim's: both supporting sentences.
+    assert [span_text(s, [POLICY]) for s in judged.judgement.evidence] == [
+        REFUND,
+        "Delivery to the mainland takes 30 days.",
+    ]
+
+
+async def test_an_input_of_true_sentences_is_supported() -> None:
+    judged = await judge_input(judge, f"{REFUND} Northwind Timber employs 1200 people.", [POLICY, COMPANY])
+    assert judged.judgement.label == "supported"
+    assert judged.judgement.reason == "all 2 claims are supported"
+
+
+def test_split_claims_keeps_sentences_that_state_something() -> None:
+    text = "Refunds take 14 days. It is so. Delivery is free."
+    assert split_claims(text) == ["Refunds take 14 days.", "Delivery is free."]
+    assert split_claims("It is so.") == ["It is so."]  # nothing to split: judged as it is (no content words)
+
+
+def test_the_shipped_fit_states_its_split_sources_and_figures() -> None:
+    fit = fitted()
+    assert {"split", "selection", "sources", "semantic", "lexical"} <= set(fit)
+    for mode in ("semantic", "lexical"):
+        model = fit[mode]["stated"]
+        assert 0 < model["unsupported_below"] <= model["threshold"] < 1
+        assert {"folds", "macro_f1", "inputs", "right_by_kind"} <= set(fit[mode]["cv"])
+        assert "macro_f1" in fit[mode]["test"]
+    assert fit["semantic"]["stated"]["features"][-1] == "cos_clause"
+
+
+def test_the_lexical_judge_remains_the_baseline() -> None:
+    baseline = LexicalJudge()
+    assert baseline.judge_sync(REFUND, [POLICY]).label == "supported"
+    assert baseline.judge_sync("Refunds are available within 30 days.", [POLICY]).label == "unsupported"
 
 
 def test_evaluate_wice_on_a_tiny_file(tmp_path: Path) -> None:
@@ -183,7 +261,7 @@ def test_evaluate_wice_on_a_tiny_file(tmp_path: Path) -> None:
     path = tmp_path / "wice.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
-    result = evaluate_wice(path)
+    result = evaluate_wice(path, judge)
 
     assert set(result) >= {"n", "accuracy", "macro_f1", "per_label", "confusion", "evidence_coverage", "seconds"}
     assert result["n"] == 3

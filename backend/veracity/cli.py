@@ -386,12 +386,14 @@ async def _verify(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.guards.io import VerifyItem, parse_lines, verify_items
     from veracity.guards.judge import make_judge
     from veracity.models.providers import build_models
+    from veracity.semantic.model import process_semantics
 
     lines, source = _read_lines(args.file)
     items = parse_lines(lines, VerifyItem, source)
     models = build_models(settings)
     try:
-        results = await verify_items(items, models.judge or make_judge())
+        judge = models.judge or make_judge(process_semantics(settings.semantic.enabled))
+        results = await verify_items(items, judge)
     except (MalformedOutput, ModelError) as exc:
         raise PipelineError(f"the grounding judge failed: {exc}") from exc
     finally:
@@ -399,8 +401,11 @@ async def _verify(args: argparse.Namespace, settings: Settings) -> int:
     for result in results:
         if args.json:
             print(json.dumps(result))
-        else:
-            print(f"{result['id']}\t{result['label']}\t{result['score']:.2f}\t{result['reason']}")
+            continue
+        print(f"{result['id']}\t{result['label']}\t{result['score']:.2f}\t{result['reason']}")
+        if len(result["claims"]) > 1:
+            for claim in result["claims"]:
+                print(f"    {claim['label']}\t{claim['score']:.2f}\t{claim['text'][:100]}")
     return 0
 
 
@@ -452,7 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--queries", help='JSONL file of {"id", "query"}; one output line each')
 
-    p = sub.add_parser("verify", help="ground claims in sources: supported / partial / unsupported per line")
+    p = sub.add_parser(
+        "verify", help="ground claims in sources, sentence by sentence: supported / partial / unsupported per line"
+    )
     p.add_argument("file", help='JSONL, each line {"id", "claim", "sources": [{"id", "text"}]}; - for stdin')
     p.add_argument("--json", action="store_true")
 

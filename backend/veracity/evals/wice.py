@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from veracity.guards.judge import Label, LexicalJudge, Source
+from veracity.guards.judge import Label, LearnedJudge, LexicalJudge, Source, make_judge
 
 LABELS: tuple[Label, ...] = ("supported", "partial", "unsupported")
 GOLD_LABELS: dict[str, Label] = {
@@ -26,9 +26,10 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else 0.0
 
 
-def evaluate_wice(path: Path, judge: LexicalJudge | None = None) -> dict[str, Any]:
-    """Judge every claim in a WiCE-format jsonl file and score labels and cited sentences."""
-    judge = judge or LexicalJudge()
+def evaluate_wice(path: Path, judge: LearnedJudge | LexicalJudge | None = None) -> dict[str, Any]:
+    """Judge every claim in a WiCE-format jsonl file and score labels and cited sentences (by default with the
+    judge runs use: ``make_judge()``, semantic when the process's model loads)."""
+    judge = judge or make_judge()
     confusion = {gold: dict.fromkeys(LABELS, 0) for gold in LABELS}
     evidenced = needs_evidence = cited_total = 0
     started = time.perf_counter()

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veracity import messages
 from veracity.errors import BadInput
-from veracity.guards.judge import GroundingJudge, Source
+from veracity.guards.judge import GroundingJudge, Source, Span
+from veracity.guards.judge.claims import judge_input
 from veracity.guards.router import screen
 from veracity.specs.models import Policy
 
@@ -62,17 +63,33 @@ def parse_lines(lines: Iterable[str], model: type[BaseModel], source: str) -> li
     return items
 
 
+def _spans(spans: list[Span]) -> list[dict[str, Any]]:
+    return [{"source_id": s.source_id, "start": s.start, "end": s.end} for s in spans]
+
+
 async def verify_items(items: list[VerifyItem], judge: GroundingJudge) -> list[dict[str, Any]]:
+    """Each item judged claim by claim (one claim a sentence): its worst claim's label, and every claim's."""
     out = []
     for item in items:
-        verdict = await judge.judge(item.claim, [Source(id=s.id, text=s.text) for s in item.sources])
+        judged = await judge_input(judge, item.claim, [Source(id=s.id, text=s.text) for s in item.sources])
+        verdict = judged.judgement
         out.append(
             {
                 "id": item.id,
                 "label": verdict.label,
-                "evidence": [{"source_id": s.source_id, "start": s.start, "end": s.end} for s in verdict.evidence],
+                "evidence": _spans(verdict.evidence),
                 "score": round(verdict.score, 4),
                 "reason": verdict.reason,
+                "claims": [
+                    {
+                        "text": c.text,
+                        "label": c.judgement.label,
+                        "score": round(c.judgement.score, 4),
+                        "evidence": _spans(c.judgement.evidence),
+                        "reason": c.judgement.reason,
+                    }
+                    for c in judged.claims
+                ],
             }
         )
     return out

@@ -116,9 +116,12 @@ class VerifyRequest(BaseModel):
     )
 
 
-@router.post("/v1/verify", summary="Ground claims in sources: supported / partial / unsupported with spans")
+@router.post(
+    "/v1/verify",
+    summary="Ground claims in sources, sentence by sentence: supported / partial / unsupported with spans",
+)
 async def verify(body: VerifyRequest, service: ServiceDep) -> dict[str, Any]:
-    # The judge runs use: the configured model judge when VERACITY_MODEL__PROVIDER=openai, else the lexical one.
+    # The judge runs use: the configured model judge when VERACITY_MODEL__PROVIDER=openai, else the offline one.
     try:
         return {"results": await verify_items(body.items, service.providers().judge)}
     except (MalformedOutput, ModelError) as exc:

@@ -1,0 +1,337 @@
+"""Fit the offline judge (``guards/data/judge.json``): ``python -m veracity.guards.judge.fit [training/judge]``
+(``make fit-judge``).
+
+Training material, and nothing else: ``training/judge`` (see its README), written for the purpose — short
+passages, each with claims labelled supported / partial / unsupported by kind (faithful paraphrase, unit
+conversion, a claim with an unstated extra, changed number, date, name, negation or antonym, swapped roles, an
+invented fact), and news-style articles with multi-sentence summaries labelled per sentence. No evaluation set
+is read.
+
+The model scores clauses the contradiction rule leaves to it (``learned``: a contradicted clause is unsupported
+whatever the model says). Every other clause of a supported claim is a positive; a one-clause invented claim
+(words and meaning the sources lack) is a negative. A minimal edit the checks do not flag (an antonym, swapped
+roles, a changed common noun) keeps the source's words and most of its meaning, so fitting on it would only teach
+that covering a claim's words makes it less supported; such clauses, and the clauses of partial claims, are left
+out of the fit, and every figure still counts them (``right_by_kind``).
+
+Split: a passage or article is in the **test** split when ``int(sha256(id), 16) % 5 == 0`` (``split_of``) and
+is never read while fitting; the rest is the **fit** split. On the fit split, 5-fold cross-validation with each
+passage or article kept whole inside one fold gives out-of-fold clause probabilities, and claim labels from them
+(``learned.claim_label``). The lower cut-off (unsupported) is the one with the best balanced accuracy over
+multi-sentence inputs — what ``veracity verify`` labels by their worst claim, and what hallucination is measured
+on: the articles' summaries, and per passage its first four supported claims (faithful) and, for each of its
+unsupported claims, the first three supported ones with it (hallucinated). A cut-off chosen on single claims
+would flag too many true sentences, and a summary of four has four chances to be flagged. The upper cut-off is
+then the one with the best 3-way macro-F1 over the claims. The model is then fitted on the whole fit split and
+measured once on the test split. Summary figures: a summary is hallucinated when any sentence is not
+``supported`` (gold) and caught when any sentence is judged ``unsupported`` (the rule ``veracity verify`` applies
+to a multi-sentence input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from veracity.guards.judge.contract import LABEL_ORDER, Label, Source
+from veracity.guards.judge.learned import claim_label
+from veracity.guards.judge.lexical import LexicalJudge
+from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS, signals
+from veracity.semantic.fit import L2, auc, predict
+from veracity.semantic.model import SemanticModel, load_semantics
+
+FOLDS = 5
+MAX_SWEEPS = 500
+INVENTED = "added"
+"""The kind of an invented claim: a fact on the passage's topic that it never states."""
+GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
+OUT = Path(__file__).parents[1] / "data" / "judge.json"
+
+
+@dataclass(frozen=True)
+class Example:
+    group: str  # the passage or article: kept whole in one fold and one split
+    summary: str  # "article/k" for a summary sentence, "" for a passage claim
+    claim: str
+    source: str
+    label: Label
+    kind: str
+
+
+def split_of(group: str) -> str:
+    """``fit`` or ``test``: fixed by the id alone, so every tool agrees which items were seen."""
+    return "test" if int(hashlib.sha256(group.encode()).hexdigest(), 16) % 5 == 0 else "fit"
+
+
+def read_material(folder: Path) -> list[Example]:
+    out: list[Example] = []
+    for path in sorted(folder.glob("passages_*.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            item = json.loads(line)
+            out += [Example(item["id"], "", c["claim"], item["text"], c["label"], c["kind"]) for c in item["claims"]]
+    for path in sorted(folder.glob("articles_*.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            item = json.loads(line)
+            for k, summary in enumerate(item["summaries"]):
+                out += [
+                    Example(item["id"], f"{item['id']}/{k}", s["text"], item["article"], s["label"], s["kind"])
+                    for s in summary["sentences"]
+                ]
+    return out
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Clause feature rows of a set of examples, with the example each clause belongs to."""
+
+    x: np.ndarray
+    owner: np.ndarray  # example index per clause
+    contradicted: np.ndarray  # per clause
+    weight: np.ndarray  # per clause: its content words
+    target: np.ndarray  # per clause: 1 stated, 0 not, -1 not labelled (left out of the fit)
+
+
+def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
+    judge = LexicalJudge()
+    names = SEMANTIC_FEATURES if model is not None else LEXICAL_FEATURES
+    x, owner, contradicted, weight, target = [], [], [], [], []
+    for n, e in enumerate(examples):
+        analysis = judge.analyse(e.claim, [Source(e.group, e.source)])
+        single = len(analysis.results) == 1
+        for found, result in zip(signals(analysis, model), analysis.results, strict=True):
+            x.append(found.row(names))
+            owner.append(n)
+            contradicted.append(bool(result.contradiction))
+            weight.append(result.weight)
+            if result.contradiction:
+                target.append(-1)  # decided by the rule, not the model
+            elif e.label == "supported":
+                target.append(1)
+            elif e.label == "unsupported" and single and e.kind == INVENTED:
+                target.append(0)
+            else:
+                target.append(-1)
+    return Rows(np.vstack(x), np.array(owner), np.array(contradicted), np.array(weight), np.array(target))
+
+
+def claim_labels(rows: Rows, p: np.ndarray, t_u: float, t_s: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per example, its label index under the cut-offs and its score (the clauses' weighted mean probability)."""
+    clause = np.where(rows.contradicted, 2, np.where(p >= t_s, 0, np.where(p < t_u, 2, 1)))
+    labels, scores = np.zeros(n, dtype=int), np.zeros(n)
+    for i in range(n):
+        mine = rows.owner == i
+        names: list[Label] = [LABEL_ORDER[k] for k in clause[mine]]
+        labels[i] = LABEL_ORDER.index(claim_label(names, list(rows.contradicted[mine])))
+        stated = np.where(rows.contradicted[mine], 0.0, p[mine])
+        scores[i] = float(stated @ rows.weight[mine] / rows.weight[mine].sum())
+    return labels, scores
+
+
+def macro_f1(gold: np.ndarray, judged: np.ndarray) -> float:
+    f1s = []
+    for k in range(3):
+        tp = float(((gold == k) & (judged == k)).sum())
+        predicted, support = float((judged == k).sum()), float((gold == k).sum())
+        precision = tp / predicted if predicted else 0.0
+        recall = tp / support if support else 0.0
+        f1s.append(2 * precision * recall / (precision + recall) if precision + recall else 0.0)
+    return sum(f1s) / 3
+
+
+def figures(examples: list[Example], gold: np.ndarray, judged: np.ndarray, p_u: np.ndarray) -> dict[str, Any]:
+    """3-way accuracy and macro-F1, AUC of the unsupported probability, recall per kind, and per summary."""
+    kinds: dict[str, list[bool]] = {}
+    for e, g, j in zip(examples, gold, judged, strict=True):
+        kinds.setdefault(f"{e.label}/{e.kind}", []).append(bool(g == j))
+    summaries: dict[str, tuple[bool, bool]] = {}
+    for e, g, j in zip(examples, gold, judged, strict=True):
+        if e.summary:
+            hallucinated, caught = summaries.get(e.summary, (False, False))
+            summaries[e.summary] = (hallucinated or g != 0, caught or j == 2)
+    out: dict[str, Any] = {
+        "claims": len(gold),
+        "accuracy": round(float((gold == judged).mean()), 3),
+        "macro_f1": round(macro_f1(gold, judged), 3),
+        "unsupported_auc": round(auc((gold == 2).astype(float), p_u), 3),
+        "confusion": {
+            LABEL_ORDER[g]: {LABEL_ORDER[j]: int(((gold == g) & (judged == j)).sum()) for j in range(3)}
+            for g in range(3)
+        },
+        "right_by_kind": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(kinds.items())},
+    }
+    if summaries:
+        pos = [c for h, c in summaries.values() if h]
+        neg = [not c for h, c in summaries.values() if not h]
+        tpr, tnr = sum(pos) / max(1, len(pos)), sum(neg) / max(1, len(neg))
+        out["summaries"] = {
+            "hallucinated": len(pos),
+            "faithful": len(neg),
+            "caught": round(tpr, 3),
+            "faithful_passed": round(tnr, 3),
+            "balanced_accuracy": round((tpr + tnr) / 2, 3),
+        }
+    return out
+
+
+def _model(params: tuple[Any, ...], names: tuple[str, ...], t_u: float, t_s: float) -> dict[str, Any]:
+    w, b, m, sd = params
+    return {
+        "features": list(names),
+        "weights": [round(float(v), 6) for v in w],
+        "bias": round(b, 6),
+        "mean": [round(float(v), 6) for v in m],
+        "scale": [round(float(v), 6) for v in sd],
+        "threshold": t_s,
+        "unsupported_below": t_u,
+    }
+
+
+def _subset(rows: Rows, keep: np.ndarray) -> tuple[Rows, list[int]]:
+    """The clauses of the kept examples, renumbered; and the kept examples' indices."""
+    kept = [int(i) for i in np.flatnonzero(keep)]
+    index = {old: new for new, old in enumerate(kept)}
+    mine = np.isin(rows.owner, kept)
+    owner = np.array([index[int(o)] for o in rows.owner[mine]])
+    return Rows(rows.x[mine], owner, rows.contradicted[mine], rows.weight[mine], rows.target[mine]), kept
+
+
+def fit_signed(x: np.ndarray, y: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """Weights, bias, mean, scale of an L2-regularised logistic regression on standardised ``x`` whose weights keep
+    ``signs`` (1: ≥ 0, -1: ≤ 0, 0: free): cyclic coordinate descent, one clipped Newton step per coordinate."""
+    mean, spread = x.mean(axis=0), x.std(axis=0)
+    scale = np.where(spread > 0, spread, 1.0)  # a signal constant in the material gets no weight, not 1/0
+    z = (x - mean) / scale
+    w = np.zeros(z.shape[1])
+    b = float(np.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9)))
+    for _ in range(MAX_SWEEPS):
+        moved = 0.0
+        for j in range(-1, z.shape[1]):
+            p = 1 / (1 + np.exp(-np.clip(z @ w + b, -30, 30)))
+            if j < 0:
+                step = float((p - y).mean() / ((p * (1 - p)).mean() + 1e-9))
+                b -= step
+            else:
+                grad = z[:, j] @ (p - y) / len(y) + L2 * w[j]
+                hess = (z[:, j] ** 2) @ (p * (1 - p)) / len(y) + L2
+                new = w[j] - grad / hess
+                new = max(new, 0.0) if signs[j] > 0 else min(new, 0.0) if signs[j] < 0 else new
+                step, w[j] = new - w[j], new
+            moved = max(moved, abs(step))
+        if moved < 1e-7:
+            break
+    return w, b, mean, scale
+
+
+def _fit(rows: Rows, names: tuple[str, ...]) -> tuple[Any, ...]:
+    use = rows.target >= 0
+    signs = np.array([SIGNS.get(n, -1) for n in names])
+    return fit_signed(rows.x[use], rows.target[use].astype(float), signs)
+
+
+def inputs(examples: list[Example]) -> list[tuple[list[int], bool]]:
+    """Multi-sentence inputs (example indices, hallucinated?): the summaries, and per passage its supported claims
+    with and without one of its unsupported ones."""
+    out: dict[str, tuple[list[int], bool]] = {}
+    by_group: dict[str, tuple[list[int], list[int]]] = {}
+    for i, e in enumerate(examples):
+        if e.summary:
+            members, hallucinated = out.get(e.summary, ([], False))
+            out[e.summary] = ([*members, i], hallucinated or e.label != "supported")
+        elif e.label != "partial":
+            by_group.setdefault(e.group, ([], []))[e.label == "unsupported"].append(i)
+    for group, (supported, unsupported) in by_group.items():
+        out[group] = (supported[:4], False)
+        out.update({f"{group}+{u}": ([*supported[:3], u], True) for u in unsupported})
+    return [v for v in out.values() if v[0]]
+
+
+def input_balanced_accuracy(groups: list[tuple[list[int], bool]], labels: np.ndarray) -> float:
+    caught = [bool((labels[members] == 2).any()) for members, _ in groups]
+    pos = [c for c, (_, h) in zip(caught, groups, strict=True) if h]
+    neg = [not c for c, (_, h) in zip(caught, groups, strict=True) if not h]
+    return (sum(pos) / max(1, len(pos)) + sum(neg) / max(1, len(neg))) / 2
+
+
+def fit_mode(examples: list[Example], rows: Rows, names: tuple[str, ...]) -> dict[str, Any]:
+    gold = np.array([LABEL_ORDER.index(e.label) for e in examples])
+    in_fit = np.array([split_of(e.group) == "fit" for e in examples])
+    fit_rows, fit_ids = _subset(rows, in_fit)
+    folds = np.array([int(hashlib.sha256(examples[i].group.encode()).hexdigest(), 16) // 5 % FOLDS for i in fit_ids])
+    clause_fold = folds[fit_rows.owner]
+    p = np.zeros(len(fit_rows.x))
+    for k in range(FOLDS):
+        train, _ = _subset(fit_rows, folds != k)
+        p[clause_fold == k] = predict(fit_rows.x[clause_fold == k], *_fit(train, names))
+    gf, n = gold[fit_ids], len(fit_ids)
+    multi = inputs([examples[i] for i in fit_ids])
+    ba, t_u = max((input_balanced_accuracy(multi, claim_labels(fit_rows, p, t, t, n)[0]), float(t)) for t in GRID)
+    _, t_s = max((macro_f1(gf, claim_labels(fit_rows, p, t_u, t, n)[0]), float(t)) for t in GRID if t >= t_u)
+    params = _fit(fit_rows, names)
+    oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n)
+    test_rows, test_ids = _subset(rows, ~in_fit)
+    test_labels, test_scores = claim_labels(test_rows, predict(test_rows.x, *params), t_u, t_s, len(test_ids))
+    return {
+        "stated": _model(params, names, t_u, t_s),
+        "cv": {
+            "folds": FOLDS,
+            "clauses_fitted": int((fit_rows.target >= 0).sum()),
+            "inputs": {"n": len(multi), "hallucinated": sum(h for _, h in multi), "balanced_accuracy": round(ba, 3)},
+            **figures([examples[i] for i in fit_ids], gf, oof_labels, 1 - oof_scores),
+        },
+        "test": figures([examples[i] for i in test_ids], gold[test_ids], test_labels, 1 - test_scores),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m veracity.guards.judge.fit", description=__doc__.split("\n")[0])
+    parser.add_argument("material", type=Path, nargs="?", default=Path("training/judge"))
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    examples = read_material(args.material)
+    if not examples:
+        print(f"no training material under {args.material}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    semantics = load_semantics()
+    if semantics.model is None:
+        print(f"the semantic model did not load: {semantics.reason}", file=sys.stderr)
+        return 1
+    groups = sorted({e.group for e in examples})
+    result: dict[str, Any] = {
+        "model": semantics.model.id,
+        "fitted": datetime.now(UTC).date().isoformat(),
+        "split": "test = int(sha256(passage or article id), 16) % 5 == 0 (veracity.guards.judge.fit.split_of), "
+        "never read when fitting; folds = (sha256 // 5) % 5 over the fit split, each passage or article whole",
+        "selection": "over out-of-fold clause probabilities: the unsupported cut-off with the best balanced accuracy "
+        "over multi-sentence inputs (worst claim), then the supported cut-off with the best 3-way macro-F1 over claims",
+        "sources": [
+            {
+                "name": "Veracity's judge material: passages and news-style articles with labelled claims and "
+                "summaries, written for the purpose",
+                "licence": "Apache-2.0",
+                "path": str(args.material),
+                "claims": len(examples),
+                "fit_groups": sum(split_of(g) == "fit" for g in groups),
+                "test_groups": [g for g in groups if split_of(g) == "test"],
+            }
+        ],
+    }
+    for mode, model, names in (("semantic", semantics.model, SEMANTIC_FEATURES), ("lexical", None, LEXICAL_FEATURES)):
+        result[mode] = fit_mode(examples, clause_rows(examples, model), names)
+        print(f"{mode}: cv {json.dumps(result[mode]['cv'])}\n{mode}: test {json.dumps(result[mode]['test'])}")
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""The offline grounding judge: the lexical reading and the sentence model's similarity, weighed by a logistic
+model fitted on written-for-the-purpose material (``python -m veracity.guards.judge.fit``, ``make fit-judge``) and
+shipped as ``guards/data/judge.json`` with its split, sources and cross-validated figures.
+
+A clause (``veracity.guards.judge.clauses``) contradicted by the source sentence stating the same fact — another
+number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge. Every other
+clause gets the probability that the sources state it: above the upper cut-off it is supported, below the lower
+one unsupported, in between partly supported. The claim is supported when every clause is, unsupported when none
+is or when one is contradicted, and partial otherwise — how WiCE defines a partially supported claim. The weights
+and both cut-offs come from the file, chosen on out-of-fold predictions; nothing here is a hand-set weight or
+threshold. Without the semantic model the lexical model (fitted on the same material) decides, and every reason
+says so.
+
+``score`` is the clauses' mean probability (a contradicted clause's is 0), weighted by their content words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from veracity.guards.judge.contract import Judgement, Label, Source, Span
+from veracity.guards.judge.lexical import Analysis, LexicalJudge, pct, scarce, snippet
+from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, Signals, signals
+from veracity.semantic.model import Semantics, process_semantics
+from veracity.semantic.relevance import LogisticModel
+from veracity.settings import get_settings
+
+
+@cache
+def fitted() -> dict[str, Any]:
+    """The shipped fit: per mode (``semantic``, ``lexical``) the two models, with the split and the figures."""
+    with resources.files("veracity.guards").joinpath("data/judge.json").open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+@dataclass(frozen=True)
+class Cutoffs:
+    """A clause is supported at ``supported`` or above, unsupported below ``unsupported``."""
+
+    model: LogisticModel
+    unsupported: float
+
+    @classmethod
+    def from_fit(cls, fit: dict[str, Any]) -> Cutoffs:
+        return cls(LogisticModel.from_dict(fit["stated"]), float(fit["stated"]["unsupported_below"]))
+
+    def clause_labels(self, p: np.ndarray, contradicted: list[bool]) -> list[Label]:
+        """A contradicted clause is unsupported (the rule); the others by their probability."""
+        return [
+            "unsupported" if hit or x < self.unsupported else "supported" if x >= self.model.threshold else "partial"
+            for x, hit in zip(p, contradicted, strict=True)
+        ]
+
+
+def claim_label(clause_labels: list[Label], contradicted: list[bool]) -> Label:
+    """Supported when every clause is; unsupported when none is, or an unsupported clause is contradicted."""
+    if all(label == "supported" for label in clause_labels):
+        return "supported"
+    if all(label == "unsupported" for label in clause_labels) or any(
+        label == "unsupported" and hit for label, hit in zip(clause_labels, contradicted, strict=True)
+    ):
+        return "unsupported"
+    return "partial"
+
+
+class LearnedJudge:
+    """Offline and deterministic: the lexical checks plus, when the process has it, semantic similarity."""
+
+    def __init__(self, semantics: Semantics) -> None:
+        self.model = semantics.model
+        self.name = semantics.mode  # "semantic" or "lexical", recorded in the audit trail
+        self.note = "" if semantics.model is not None else f" (lexical only: {semantics.reason})"
+        self.cutoffs = Cutoffs.from_fit(fitted()[semantics.mode])
+        self.features = SEMANTIC_FEATURES if semantics.model is not None else LEXICAL_FEATURES
+        self.lexical = LexicalJudge()
+
+    async def judge(self, claim: str, sources: list[Source]) -> Judgement:
+        # Off the event loop: embedding a claim and its sources is CPU work.
+        return await asyncio.to_thread(self.judge_sync, claim, sources)
+
+    def judge_sync(self, claim: str, sources: list[Source]) -> Judgement:
+        analysis = self.lexical.analyse(claim, sources)
+        if not analysis.results:  # no content words, or no source text: nothing to weigh
+            return analysis.judgement
+        clauses = signals(analysis, self.model)
+        p = self.cutoffs.model.probability(np.vstack([c.row(self.features) for c in clauses]))
+        contradicted = [bool(r.contradiction) for r in analysis.results]
+        p = np.where(contradicted, 0.0, p)  # the rule's verdict, whatever the model says
+        labels = self.cutoffs.clause_labels(p, contradicted)
+        label = claim_label(labels, contradicted)
+        weights = np.array([r.weight for r in analysis.results])
+        return Judgement(
+            label,
+            round(float(p @ weights / weights.sum()), 4),
+            _evidence(analysis, clauses, labels, label),
+            _reason(analysis, clauses, labels, label) + self.note,
+        )
+
+
+def _evidence(analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label) -> list[Span]:
+    """For an unsupported claim, only the sentences that contradict it. Otherwise the sentences covering its
+    clauses that are not unsupported: those its words found or, when they found none, the closest in meaning."""
+    if label == "unsupported":
+        contexts = {r.context for r in analysis.results if r.contradiction and r.context is not None}
+        return [analysis.sentences[i].span for i in sorted(contexts)]
+    cited: set[int] = set()
+    for result, found, clause_label in zip(analysis.results, clauses, labels, strict=True):
+        if clause_label == "unsupported":
+            continue
+        cited.update(result.cover or ([found.closest] if found.closest is not None else []))
+    return [analysis.sentences[i].span for i in sorted(cited)]
+
+
+def _reason(analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label) -> str:
+    """One sentence: the decisive finding (for a claim of several clauses, about its first clause that is not
+    supported), and how close in meaning the nearest source sentence is."""
+    if label == "supported":
+        covered = sum(r.weight * r.coverage for r in analysis.results) / sum(r.weight for r in analysis.results)
+        meaning = _meaning(clauses[0].values, "cos_clause") if len(clauses) == 1 else ""
+        return f"{pct(covered)} of the claim's content words are covered{meaning}"
+    hard = [k for k, r in enumerate(analysis.results) if r.contradiction and labels[k] == "unsupported"]
+    k = hard[0] if hard else next(i for i, lab in enumerate(labels) if lab != "supported")
+    reason = _clause_reason(analysis, k, clauses[k], labels[k])
+    if len(labels) == 1:
+        return reason.replace("its content words", "the claim's content words")
+    ok = labels.count("supported")
+    return f"{ok} of {len(labels)} parts supported; “{snippet(analysis.clauses[k].text)}”: {reason}"
+
+
+def _clause_reason(analysis: Analysis, k: int, found: Signals, label: Label) -> str:
+    result, clause = analysis.results[k], analysis.clauses[k]
+    if result.contradiction:
+        return result.reason
+    names = [word for word, key in clause.names if key not in analysis.found]
+    if result.gaps:
+        detail = result.gaps[0]
+    elif names:
+        detail = f"“{names[0]}” is not found in the sources"
+    elif label == "unsupported":
+        detail = scarce(result.coverage, "its")
+    else:
+        detail = f"{pct(result.coverage)} of its content words are covered"
+    prefix = "partly supported: " if label == "partial" else ""
+    return prefix + detail + _meaning(found.values, "cos_clause")
+
+
+def _meaning(values: dict[str, float], key: str) -> str:
+    return f"; the closest source sentence is {values[key]:.2f} similar in meaning" if key in values else ""
+
+
+def make_judge(semantics: Semantics | None = None) -> LearnedJudge:
+    """The offline judge for ``semantics`` (default: the process's semantic model, as the settings allow)."""
+    if semantics is None:
+        semantics = process_semantics(get_settings().semantic.enabled)
+    return LearnedJudge(semantics)

@@ -1,0 +1,102 @@
+"""The signals the learned judge weighs for each clause of a claim, the same at fitting and at run time. (A clause
+the lexical reading finds contradicted — another number, name or negation — is unsupported by rule and never
+weighed.)
+
+Lexical, from ``LexicalJudge.analyse``:
+
+- ``coverage``: share of the clause's content words found in the few source sentences that cover it;
+- ``missing_number``: a number of the clause that no source sentence holds (by value: "two weeks" is 14 days);
+- ``missing_name``: a multi-word name of the clause that no source sentence holds;
+- ``absent_share``: share of the clause's content words found in no source sentence at all;
+- ``absent_name``: a capitalised word of the clause (not a sentence's first) found in no source sentence;
+- ``size``: log(1 + the clause's content words): a long clause covered at 70% is not a short one at 70%.
+
+Semantic, from the process's sentence model (``SemanticModel.encode``), when there is one:
+
+- ``cos_clause``: the highest cosine of the clause with a source sentence.
+
+Each clause is compared with at most ``SEMANTIC_SENTENCES`` source sentences, those sharing the most of its words
+(then the earliest): a long article costs a bounded number of embeddings per claim.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from veracity.guards.judge.lexical import Analysis
+from veracity.semantic.model import SemanticModel
+
+LEXICAL_FEATURES = (
+    "coverage",
+    "missing_number",
+    "missing_name",
+    "absent_share",
+    "absent_name",
+    "size",
+)
+SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "cos_clause")
+SIGNS = {"coverage": 1, "size": 0, "cos_clause": 1}
+"""The direction each signal may move the probability that a clause is stated (1 up, -1 down, 0 either way);
+the rest (missing numbers and names, absent words) can only lower it. Fitted weights keep these
+signs, so a quirk of the training material (its hallucinations are minimal edits, so they share more words with
+the source than its paraphrases do) cannot teach that covering more of a claim makes it less supported."""
+SEMANTIC_SENTENCES = 6
+"""Source sentences a clause is embedded against: a bound on the work per claim, not a weight."""
+
+
+@dataclass(frozen=True)
+class Signals:
+    """One clause's signals, and the source sentence closest to it in meaning (an index into the analysis'
+    sentences; None without the model)."""
+
+    values: dict[str, float]
+    closest: int | None
+
+    def row(self, names: tuple[str, ...]) -> np.ndarray:
+        return np.array([self.values[n] for n in names], dtype=np.float64)
+
+
+def lexical_values(analysis: Analysis) -> list[dict[str, float]]:
+    out = []
+    for clause, result in zip(analysis.clauses, analysis.results, strict=True):
+        out.append(
+            {
+                "coverage": result.coverage,
+                "missing_number": float(result.missing_number),
+                "missing_name": float(result.missing_name),
+                "absent_share": sum(t not in analysis.found for t in clause.terms) / len(clause.terms),
+                "absent_name": float(any(key not in analysis.found for _, key in clause.names)),
+                "size": math.log1p(len(clause.terms)),
+            }
+        )
+    return out
+
+
+def _candidates(analysis: Analysis) -> list[int]:
+    """Per clause, the sentences sharing the most of its words (then the earliest); their union, in order."""
+    picked: set[int] = set()
+    for clause in analysis.clauses:
+        terms = set(clause.terms)
+        shared = [(-len(s.keys & terms), i) for i, s in enumerate(analysis.sentences)]
+        picked.update(i for _, i in sorted(shared)[:SEMANTIC_SENTENCES])
+    return sorted(picked)
+
+
+def signals(analysis: Analysis, model: SemanticModel | None) -> list[Signals]:
+    """Each clause's signals (the analysis must have judged clauses); the semantic ones only with a model."""
+    values = lexical_values(analysis)
+    if model is None:
+        return [Signals(v, None) for v in values]
+    picked = _candidates(analysis)
+    texts = [c.text for c in analysis.clauses]
+    vectors = model.encode([*texts, *(analysis.sentences[i].text for i in picked)])
+    cosines = vectors[: len(texts)] @ vectors[len(texts) :].T  # one row per clause
+    best = cosines.argmax(axis=1)
+    out = []
+    for k, v in enumerate(values):
+        v["cos_clause"] = float(cosines[k, best[k]])
+        out.append(Signals(v, picked[int(best[k])]))
+    return out

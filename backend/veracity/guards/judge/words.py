@@ -1,0 +1,180 @@
+"""Words as the judge compares them: stemmed content words, numbers by value, negation words.
+
+Numbers are compared by value, whatever their spelling: "1,200" and "1200", "twelve" and "12", "1.2 million" and
+"1,200,000", and a count of weeks as days ("two weeks" is "14 days": a week is seven days by definition, so this
+is a unit conversion, not a judgement call). Other units are left alone: a month is not a fixed number of days.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+
+from veracity.text import STOPWORDS
+
+CONTENT, NUMBER, NEGATION, STOP = 0, 1, 2, 3
+Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" for negation and stop words
+
+# A negation word scopes over the next few words only ("not available", "never won an award").
+NEGATION_WINDOW = 3
+
+THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# A word with digits after letters is a name, not a number ("CO2", "A321neo", "KT200").
+TOKEN_RE = re.compile(
+    r"[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
+)
+NUMERIC_RE = re.compile(r"\d+(?:\.\d+)?$")
+_ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)$")
+_NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+    if i >= 2  # "one" is far more often a pronoun than a count
+} | {w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), start=3)}
+_MULTIPLIERS = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_DOZEN = 12
+_DAYS_PER = {"week": 7, "weeks": 7, "fortnight": 14, "fortnights": 14}
+_ONE = frozenset({"a", "an", "one"})
+# Function words missing from the shared STOPWORDS, and discourse or hedge words that carry no checkable fact.
+_FILLER = frozenset(
+    """within among amongst across toward towards upon via onto throughout despite per whose yet since already still
+    even though although just ever well must shall might however thus therefore moreover furthermore meanwhile
+    additionally subsequently later currently eventually whereas according respectively including particularly
+    especially approximately several various""".split()
+)
+_MONTHS = {
+    "jan": "january",
+    "feb": "february",
+    "mar": "march",
+    "apr": "april",
+    "jun": "june",
+    "jul": "july",
+    "aug": "august",
+    "sep": "september",
+    "sept": "september",
+    "oct": "october",
+    "nov": "november",
+    "dec": "december",
+}
+
+
+def stem(word: str) -> str:
+    """A deliberately tiny suffix stripper (plural, -ed, -ing, -ly, final e) so inflections of a word meet."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix, min_len in (("ing", 6), ("ed", 5)):
+        if word.endswith(suffix) and len(word) >= min_len:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if word.endswith("ly") and len(word) > 5:
+        word = word[:-2]
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
+
+
+@lru_cache(maxsize=65536)
+def normalise(raw: str) -> Token:
+    """(key, kind) of one raw token; numbers keep their value, words are stemmed."""
+    if raw == "may":  # the modal verb; "May" is the month
+        return "", STOP
+    word = raw.lower().replace("’", "'")
+    if word in _NEGATIONS or word.endswith("n't"):
+        return "", NEGATION
+    if word == "%":
+        return "percent", CONTENT
+    ordinal = _ORDINAL_RE.match(word)
+    if ordinal:
+        word = ordinal.group(1)
+    if NUMERIC_RE.match(word):
+        return _value(Decimal(word)), NUMBER
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word], NUMBER
+    if word.endswith("'s"):
+        word = word[:-2]
+    word = word.rstrip("'")
+    if word in STOPWORDS or word in _FILLER or len(word) < 2:
+        return "", STOP
+    return stem(_MONTHS.get(word, word)), CONTENT
+
+
+def _value(number: Decimal) -> str:
+    """A number's key: no exponent, no leading or trailing zeros ("007" → "7", "2.50" → "2.5")."""
+    return format(number.normalize(), "f")
+
+
+def tokenize(text: str) -> tuple[list[Token], list[str]]:
+    """The tokens of ``text`` and their raw spellings, with numbers folded to their values (see the docstring)."""
+    raws = [m.group() for m in TOKEN_RE.finditer(THOUSANDS_RE.sub("", text))]
+    tokens = [normalise(raw) for raw in raws]
+    out: list[Token] = []
+    out_raws: list[str] = []
+    i = 0
+    while i < len(tokens):
+        key, kind = tokens[i]
+        nxt = raws[i + 1].lower() if i + 1 < len(raws) else ""
+        value = Decimal(key) if kind == NUMBER else (Decimal(1) if raws[i].lower() in _ONE else None)
+        if value is not None and (nxt in _MULTIPLIERS or nxt == "dozen") and (kind == NUMBER or nxt == "dozen"):
+            value *= _MULTIPLIERS.get(nxt, _DOZEN)
+            out.append((_value(value), NUMBER))
+            out_raws.append(f"{raws[i]} {raws[i + 1]}")
+            i += 2
+            continue
+        if value is not None and nxt in _DAYS_PER and (kind == NUMBER or nxt.startswith("fortnight")):
+            out += [(_value(value * _DAYS_PER[nxt]), NUMBER), ("day", CONTENT)]
+            out_raws += [f"{raws[i]} {raws[i + 1]}", raws[i + 1]]
+            i += 2
+            continue
+        out.append((key, kind))
+        out_raws.append(raws[i])
+        i += 1
+    return out, out_raws
+
+
+@lru_cache(maxsize=8192)
+def tokens_of(text: str) -> list[Token]:
+    return tokenize(text)[0]
+
+
+def content_count(text: str) -> int:
+    return len({k for k, kind in tokens_of(text) if kind == CONTENT})
+
+
+@dataclass(frozen=True)
+class Number:
+    value: str
+    raw: str
+    year: bool
+    unit: str  # key of the word right after the number ("day" in "14 days"), "" when none
+
+
+def numbers(tokens: list[Token], raws: list[str] | None = None) -> list[Number]:
+    found: list[Number] = []
+    for i, (key, kind) in enumerate(tokens):
+        if kind != NUMBER:
+            continue
+        unit = tokens[i + 1][0] if i + 1 < len(tokens) and tokens[i + 1][1] == CONTENT else ""
+        year = key.isdigit() and len(key) == 4 and 1000 <= int(key) <= 2100
+        found.append(Number(key, raws[i] if raws else key, year, unit))
+    return found
+
+
+def negated(tokens: list[Token], targets: set[str]) -> bool:
+    """Whether a negation word scopes over one of ``targets`` within the next few tokens."""
+    for i, (_, kind) in enumerate(tokens):
+        if kind == NEGATION and any(key in targets for key, _ in tokens[i + 1 : i + 1 + NEGATION_WINDOW]):
+            return True
+    return False
