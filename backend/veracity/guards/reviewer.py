@@ -24,6 +24,7 @@ from veracity.compose.base import MalformedOutput, ReviewRequest, feedback_lines
 from veracity.compose.parse import parse_as
 from veracity.domain import Evidence, ReviewVerdict
 from veracity.guards.router import screen
+from veracity.guards.screen_model import LearnedScreen
 from veracity.guards.voice import spoken
 
 _REASON_CHARS = 500
@@ -52,15 +53,17 @@ def answer_voice(draft_text: str, quotes: dict[str, str]) -> list[str]:
 class RuleReviewer:
     name = "rules"
 
-    def __init__(self, evidence: Sequence[Evidence] = ()) -> None:
+    def __init__(self, evidence: Sequence[Evidence] = (), screener: LearnedScreen | None = None) -> None:
         self._quotes = {ev.id: ev.quote for ev in evidence}
+        self._screener = screener
+        """The run's learned screen (the process default when None)."""
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:
         policy = request.spec.policy
         read = [("the question", request.question)]
         read += [("the answer's own words", words) for words in answer_voice(request.draft_text, self._quotes)]
         for where, text in read:
-            decision = screen(text, policy)
+            decision = screen(text, policy, self._screener)
             if decision.route == "crisis":
                 return ReviewVerdict(
                     verdict="crisis",
