@@ -83,6 +83,10 @@ fit-relevance: install ## Refit the relevance model on HotpotQA's fit split + tr
 fit-screen: install ## Refit the learned screen on training/screen (5-fold CV figures into guards/data/screen.json)
 	$(BIN)/python -m veracity.guards.screen_fit training/screen
 
+.PHONY: fit-judge
+fit-judge: install ## Refit the offline grounding judge on training/judge (CV and test-split figures into guards/data/judge.json)
+	$(BIN)/python -m veracity.guards.judge.fit training/judge
+
 .PHONY: eval-relevance
 eval-relevance: install ## HotpotQA end to end: claim precision, answer recall, decline with the gold hidden (EVAL_DATA=path)
 	$(BIN)/python -m veracity.evals.relevance $(EVAL_DATA)
