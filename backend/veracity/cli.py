@@ -409,19 +409,28 @@ async def _verify(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _screen(args: argparse.Namespace, _settings: Settings) -> int:
+async def _screen(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.guards.io import ScreenItem, parse_lines, screen_items
+    from veracity.guards.screen_model import learned_screen
+    from veracity.semantic.model import process_semantics
     from veracity.specs.policy import all_packs_policy
     from veracity.specs.registry import SpecRegistry
 
     policy = SpecRegistry.load().get(args.template).policy if args.template else all_packs_policy()
     lines, source = _read_lines(args.file)
     items = parse_lines(lines, ScreenItem, source)
-    for result in screen_items(items, policy):
+    screener = learned_screen(process_semantics(settings.semantic.enabled).model)
+    for result in screen_items(items, policy, screener):
         if args.json:
             print(json.dumps(result))
-        else:
-            print(f"{result['id']}\t{result['route']}\t{result['reason']}")
+            continue
+        print(f"{result['id']}\t{result['route']}\t{result['reason']}")
+        if result["probabilities"]:
+            print("    p: " + ", ".join(f"{k} {v:.2f}" for k, v in result["probabilities"].items()))
+        if result["matched"]:
+            print("    matched: " + "; ".join(result["matched"][:6]))
+        for example in result["nearest"]:
+            print(f"    nearest ({example['label']}, {example['similarity']:.2f}): {example['text'][:100]}")
     return 0
 
 

@@ -14,6 +14,7 @@ from veracity.errors import BadInput
 from veracity.guards.judge import GroundingJudge, Source, Span
 from veracity.guards.judge.claims import judge_input
 from veracity.guards.router import screen
+from veracity.guards.screen_model import LearnedScreen
 from veracity.specs.models import Policy
 
 MAX_CLAIM_CHARS = 4_000
@@ -95,10 +96,14 @@ async def verify_items(items: list[VerifyItem], judge: GroundingJudge) -> list[d
     return out
 
 
-def screen_items(items: list[ScreenItem], policy: Policy) -> list[dict[str, Any]]:
+def screen_items(
+    items: list[ScreenItem], policy: Policy, screener: LearnedScreen | None = None
+) -> list[dict[str, Any]]:
+    """Each message's route with its explanation: the layer, the score, every class's probability and the
+    training examples nearest in meaning."""
     out = []
     for item in items:
-        decision = screen(item.text, policy)
+        decision = screen(item.text, policy, screener)
         out.append(
             {
                 "id": item.id,
@@ -106,6 +111,11 @@ def screen_items(items: list[ScreenItem], policy: Policy) -> list[dict[str, Any]
                 "reason": decision.reason,
                 "matched": decision.matched,
                 "layer": decision.layer,
+                "score": decision.score,
+                "domain": decision.domain,
+                "mode": decision.mode,
+                "probabilities": decision.probabilities,
+                "nearest": [{"label": e.label, "similarity": e.similarity, "text": e.text} for e in decision.nearest],
             }
         )
     return out
