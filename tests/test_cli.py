@@ -105,8 +105,10 @@ def test_ask_failing_on_a_loop_abort_says_why_on_stderr(
     from veracity.specs.registry import SpecRegistry
 
     spec = SpecRegistry.load().get("support_answer")
+    # Too short for every draft, and the floor's own note forbidden: the gate rejects all three reports.
+    directives = {"min_chars": 5000, "forbidden_patterns": ["could not produce a report"]}
     strict = SpecRegistry(
-        {"support_answer": spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 5000})})}
+        {"support_answer": spec.model_copy(update={"composer": spec.composer.model_copy(update=directives)})}
     )
     monkeypatch.setattr(SpecRegistry, "load", classmethod(lambda cls, *folders: strict))
     monkeypatch.setattr(cli, "get_settings", lambda: make_settings(small_db_url))
@@ -116,6 +118,6 @@ def test_ask_failing_on_a_loop_abort_says_why_on_stderr(
     code = cli.main(["ask", question, "--template", "support_answer", "--progress", "plain"])
     out = capsys.readouterr()
     assert code == 1 and out.out == ""
-    detail = "The pre-persistence gate rejected 3 reports in a row (last: report prose"
+    detail = "The pre-persistence gate rejected 3 reports in a row (last: forbidden pattern"
     assert f"veracity: store_artifact_loop_abort: {detail}" in out.err
     assert f'error message=store_artifact_loop_abort detail="{detail}' in out.err

@@ -28,6 +28,7 @@ from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, 
 from veracity.models.providers import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
+from veracity.semantic.model import process_semantics
 from veracity.settings import Settings
 from veracity.specs.registry import SpecRegistry
 from veracity.testing.scripted_openai import ScriptedOpenAI
@@ -211,12 +212,65 @@ async def test_think_block_and_fenced_json_are_parsed_and_a_numbered_source_is_r
 
 def test_locate_prefers_the_named_source_and_falls_back_to_any() -> None:
     sources = [Source("a", "The sky is blue today."), Source("b", "Yes, the sky is blue today.")]
-    assert locate("the sky is blue", sources, "b") == locate("the sky is blue", sources, "") is not None
+    span = locate("the sky is blue", sources, "b")
+    assert span is not None and (span.source_id, span.start, span.end) == ("b", 5, 20)
+    span = locate("the sky is blue", sources, "")  # case does not matter: the first source has it too
+    assert span is not None and (span.source_id, span.start, span.end) == ("a", 0, 15)
     span = locate("sky is  blue", sources, "b")
     assert span is not None and (span.source_id, span.start, span.end) == ("b", 9, 20)
-    span = locate("The sky", sources, "b")  # only in "a"
-    assert span is not None and span.source_id == "a" and (span.start, span.end) == (0, 7)
+    span = locate("Yes, the", sources, "a")  # only in "b"
+    assert span is not None and span.source_id == "b" and (span.start, span.end) == (0, 8)
     assert locate("the sea is blue", sources, "a") is None and locate("   ", sources) is None
+
+
+SECTION_90A = (
+    "Section 90A(1) of the Evidence Act 1950 provides that, in criminal or civil proceedings, a document produced "
+    "by a computer, or a statement contained in it, is admissible as evidence of any fact stated in it."
+)
+
+
+@pytest.mark.parametrize(
+    ("quote", "first", "last"),
+    [
+        ("a document produced by a computer", "a document", "a computer"),  # mid-sentence
+        ("A DOCUMENT PRODUCED BY A COMPUTER", "a document", "a computer"),  # case
+        ("“a document produced\n by a computer,”", "a document", "a computer"),  # curly quotes, line break, comma
+        ("'is admissible as evidence of any fact stated in it.'", "is admissible", "in it"),  # straight quotes
+        ("Section 90A(1) of the Evidence Act 1950 provides … is admissible as evidence", "Section", "as evidence"),
+        ("in criminal or civil proceedings ... a document produced by a computer", "in criminal", "a computer"),
+        ("document produced [...] is admissible", "document produced", "is admissible"),
+    ],
+    ids=["mid-sentence", "case", "curly-quotes", "straight-quotes", "ellipsis-char", "three-dots", "bracketed"],
+)
+def test_a_quote_is_found_whatever_its_case_quotation_marks_or_ellipsis(quote: str, first: str, last: str) -> None:
+    span = locate(quote, [Source("ev", SECTION_90A)], "ev")
+    assert span is not None and span.source_id == "ev"
+    assert span.start == SECTION_90A.index(first)
+    assert span.end == SECTION_90A.index(last, span.start) + len(last)
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "a document produced by a printer",  # a changed word
+        "is admissible ... in criminal or civil proceedings",  # the pieces out of order
+        "ocument produced by a compute",  # not on word boundaries
+        "a document produced by a computer is admissible",  # words skipped without an ellipsis
+    ],
+    ids=["changed-word", "out-of-order", "mid-word", "skipped-words"],
+)
+def test_a_tolerant_quote_must_still_lie_in_the_cited_text(quote: str) -> None:
+    assert locate(quote, [Source("ev", SECTION_90A)], "ev") is None
+
+
+async def test_an_ellipsis_quote_supports_with_one_span_per_piece(script: Script, models: Callable[..., Any]) -> None:
+    script.play(answer("supported", "Section 90A(1) … is admissible as evidence of any fact", "ev"))
+    verdict = await models(ModelJudge).judge("Computer documents are admissible.", [Source("ev", SECTION_90A)])
+    assert verdict.label == "supported"
+    assert [(s.start, s.end) for s in verdict.evidence] == [
+        (0, len("Section 90A(1)")),
+        (SECTION_90A.index("is admissible"), SECTION_90A.index("any fact") + len("any fact")),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -449,6 +503,7 @@ async def service(db_url: str) -> AsyncIterator[RunService]:
         settings=make_settings(db_url),
         graph=build_graph(),
         search=LocalSearch(sessionmaker),
+        semantics=process_semantics(),  # as a served run has it: relevance, the screen
     )
     await engine.dispose()
 
@@ -474,24 +529,47 @@ async def test_a_model_reviewer_answering_crisis_ends_the_run_in_crisis(
     assert len(script.requests) == 1 and "four nights up" in script.requests[0]["messages"][1]["content"]
 
 
-async def test_a_model_reviewer_answering_prose_sends_the_run_to_the_floor(
+async def test_a_model_reviewer_answering_prose_twice_sends_the_run_to_the_floor(
     service: RunService, script: Script, models: Callable[..., Any]
 ) -> None:
     script.play("Looks good to me, send it!")
     outcome, events = await run_outcome(service, Providers(reviewer=models(ModelReviewer)))
     assert outcome == "fallback"
-    assert len(script.requests) == events.count("draft_composed") >= 1
+    # The first unreadable answer cost the review one retry, told what was wrong; the second the run.
+    assert len(script.requests) == 2 * events.count("draft_composed") == 2
+    retry = script.requests[1]["messages"][1]["content"]
+    assert "Your last answer could not be read (output: Invalid JSON" in retry
 
 
-@pytest.mark.parametrize("step", ["I think the claim is fine.", Status(503)], ids=["prose", "503"])
-async def test_a_judge_that_cannot_answer_sends_the_run_to_the_floor_not_to_a_failed_run(
-    service: RunService, script: Script, models: Callable[..., Any], step: Step
+async def test_one_unreadable_reviewer_answer_costs_a_retry_not_the_run(
+    service: RunService, script: Script, models: Callable[..., Any]
 ) -> None:
-    script.play(step)
+    script.play("Looks good to me, send it!", '{"verdict": "ok", "reason": "a calm reply", "concerns": []}')
+    outcome, events = await run_outcome(service, Providers(reviewer=models(ModelReviewer)))
+    assert outcome == "shipped" and events.count("draft_composed") == 1 and len(script.requests) == 2
+
+
+async def test_a_judge_that_cannot_be_reached_sends_the_run_to_the_floor_not_to_a_failed_run(
+    service: RunService, script: Script, models: Callable[..., Any]
+) -> None:
+    script.play(Status(503))
     outcome, events = await run_outcome(service, Providers(judge=models(ModelJudge)))
     assert outcome == "fallback"
-    # The judge was asked once and then nothing else: a failure goes to the floor without a second draft.
+    # A failure goes to the floor without a second draft.
     assert events.count("draft_composed") == 1 and len(script.requests) >= 1
+    assert events[-1] == "complete"
+
+
+async def test_a_judge_that_keeps_answering_prose_leaves_its_claims_unverified_not_the_run_failed(
+    service: RunService, script: Script, models: Callable[..., Any]
+) -> None:
+    script.play("I think the claim is fine.")
+    outcome, events = await run_outcome(service, Providers(judge=models(ModelJudge)))
+    # Each claim got one informed retry; unreadable twice, it is unverified (unsupported), so the draft was sent
+    # back like any other with an unsupported claim, and the floor came after the template's attempts.
+    assert outcome == "fallback" and events.count("draft_composed") == 2
+    retries = [r for r in script.requests if "Your last answer could not be read" in r["messages"][1]["content"]]
+    assert retries and len(script.requests) == 2 * len(retries)
     assert events[-1] == "complete"
 
 
@@ -516,3 +594,20 @@ def test_judge_reviewer_and_planner_output_fail_alike_through_one_parser(raw: st
             parse(raw)
         assert other.value.problems and all(": " in p for p in other.value.problems)
     assert parse_as('```json\n{"subtasks": []}\n```', Plan).subtasks == []
+
+
+async def test_a_judge_answer_cut_at_the_token_cap_is_truncated_and_its_retry_is_told(
+    server: Server, models: Callable[..., Any]
+) -> None:
+    from veracity.compose.base import TruncatedOutput
+
+    cut = {"content": '{"label": "supported", "quote": "Coffee production is', "finish_reason": "length"}
+    server.script.llm.play({"*": [cut, {"content": answer("supported", "Tea is an aromatic beverage", "ev-tea")}]})
+    judge = models(ModelJudge, max_tokens=64)
+    with pytest.raises(TruncatedOutput) as caught:
+        await judge.judge(CLAIM, SOURCES)
+    assert "cut off at the 64-token limit" in caught.value.problems[0]
+    verdict = await judge.judge_again("Tea is an aromatic beverage.", SOURCES, caught.value.problems)
+    assert verdict.label == "supported"
+    retry = server.script.requests[-1]["messages"][1]["content"]
+    assert "Your last answer could not be read (the answer was cut off at the 64-token limit" in retry

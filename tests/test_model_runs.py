@@ -6,6 +6,7 @@ sent back then floored, malformed output is a recorded violation, a 429 is retri
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -16,11 +17,13 @@ from conftest import make_settings
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.domain import Evidence
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
 from veracity.models.providers import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
+from veracity.semantic.model import process_semantics
 from veracity.settings import Settings
 from veracity.specs.registry import SpecRegistry
 from veracity.testing.scripted_openai import ScriptedOpenAI
@@ -91,6 +94,7 @@ async def run(
             graph=build_graph(),
             search=LocalSearch(env["sessionmaker"]),
             providers=lambda: providers,
+            semantics=process_semantics(),  # as a served run has it: relevance, the screen
         )
         run_id = await service.start(question=question, template=template)
         await service.wait(run_id)
@@ -434,3 +438,375 @@ async def test_a_refine_that_drops_or_invents_an_anchor_is_rejected_and_the_orig
     texts = [c["text"] for s in result["report"]["sections"] for c in s["claims"]]
     assert not {"Section 90A makes computer documents admissible.", "It applies.", "Section 90A applies."} & set(texts)
     assert "evneverseen0" not in str(result["report"])
+
+
+# ---- real model behaviour: paraphrases, mid-sentence quotes, cut-off drafts, reasoning blocks (issue 14) --------
+
+SEC_90A1 = "{E:Section 90A(1) of the Evidence Act 1950 provides}"
+SEC_90A2 = "{E:Section 90A(2) of the Evidence Act 1950 provides}"
+SEC_90A4 = "{E:Under section 90A(4)}"
+# A model's own words, not copies of the evidence; the first item holds two sentences under two anchors.
+PARAPHRASED = json.dumps(
+    {
+        "sections": [
+            {
+                "title": "Summary",
+                "sentences": [
+                    {
+                        "text": "Computer-generated records can be admitted in criminal and civil cases under Section "
+                        "90A of the Evidence Act 1950. Their ordinary use may be shown by a certificate.",
+                        "evidence_ids": [SEC_90A1, SEC_90A2],
+                    }
+                ],
+            },
+            {
+                "title": "Statutory provisions",
+                "sentences": [
+                    {
+                        "text": "Under Section 90A(1) of the Malaysian Evidence Act 1950, a computer printout can "
+                        "prove any fact it states.",
+                        "evidence_ids": [SEC_90A1],
+                    },
+                    {
+                        "text": "Once such a certificate is produced, the law presumes the computer was working "
+                        "properly.",
+                        "evidence_ids": [SEC_90A4],
+                    },
+                ],
+            },
+        ]
+    }
+)
+
+
+def judged(label: str, quote: str, source_id: str = "1", reason: str = "the passage states it") -> str:
+    return json.dumps({"label": label, "quote": quote, "source_id": source_id, "reason": reason})
+
+
+# The judge quotes as real models do: from mid-sentence, in another case, in curly quotes, with an ellipsis.
+PARAPHRASE_JUDGE = [
+    {
+        "match": "computer-generated records",
+        "content": judged(
+            "supported", "a document produced by a computer, or a statement contained in it, is admissible"
+        ),
+    },
+    {"match": "computer printout can prove", "content": judged("supported", "IS ADMISSIBLE AS EVIDENCE OF ANY FACT")},
+    {
+        "match": "presumes the computer",
+        "content": judged(
+            "supported", "“the computer is presumed to have been in good working order … operating properly”"
+        ),
+    },
+]
+
+
+async def test_a_paraphrased_json_draft_ships_each_item_whole_with_its_anchors_judged_on_tolerant_quotes(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.play({"composer": [{"content": PARAPHRASED}], "judge": PARAPHRASE_JUDGE, "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm), lexical_judge=False)
+    report = result["report"]
+    assert report["outcome"] == "shipped", report.get("outcome_reason")
+    assert not {"uncited_claim", "unknown_citation", "unsupported_claim"} & fired(result)
+    sections = {s["id"]: s["claims"] for s in report["sections"]}
+    # The two-sentence item is one claim that keeps both anchors (it was not re-split, losing the first's).
+    (summary,) = sections["summary"]
+    assert summary["text"].startswith("Computer-generated records") and summary["text"].endswith("certificate.")
+    assert len(summary["evidence_ids"]) == 2
+    claims = [c for claims in sections.values() for c in claims]
+    assert len(claims) == 3 and all(c["label"] == "supported" and c["support"] for c in claims)
+    # "the Malaysian Evidence Act 1950" is the retrieved Evidence Act 1950.
+    assert "Malaysian Evidence Act 1950" in sections["provisions"][0]["text"]
+    assert len(llm.requests_for("judge")) == 3  # one judge call per claim
+
+
+def test_a_jurisdiction_before_an_acts_name_is_the_same_act() -> None:
+    from veracity.domain import Claim, SectionDraft, SourceRef
+    from veracity.guards.citations import citation_violations
+
+    spec = SpecRegistry.load().get("legal_research")
+    quote = "Section 90A(1) of the Evidence Act 1950 provides that a document produced by a computer is admissible."
+    ev = Evidence(
+        id="ev1", quote=quote, start=0, end=len(quote), content_hash="h", origin_subtask_id="t", score=1.0,
+        source=SourceRef(doc_id="d", title="Evidence Act 1950, section 90A"),
+    )  # fmt: skip
+    for text in (
+        "Section 90A of the Malaysian Evidence Act 1950 admits computer documents.",
+        "Under Malaysia's Evidence Act 1950, section 90A admits computer documents.",
+        "Section 90A of the Evidence Act 1950 admits computer documents.",
+    ):
+        draft = [SectionDraft(id="provisions", title="P", claims=[Claim(text=text, evidence_ids=["ev1"])])]
+        assert citation_violations(draft, [ev], spec.policy.citation_pattern) == [], text
+    other = [
+        SectionDraft(
+            id="p", title="P", claims=[Claim(text="Section 90A of the Contracts Act 1950.", evidence_ids=["ev1"])]
+        )
+    ]
+    assert [v.check for v in citation_violations(other, [ev], spec.policy.citation_pattern)] == ["unknown_citation"]
+
+
+CUT_JSON = '{"sections": [{"title": "Summary", "sentences": [{"text": "Section 90A(1) of the Evidence Act 1950 provides'
+CUT_MARKDOWN = "## Summary\n{Q1} [evidence:{E1}]\n\n## Statutory provisions\n{Q1} [evidence:{E1}]\nSection 90A(2) of"
+
+
+@pytest.mark.parametrize(
+    ("cut", "told"),
+    [
+        ({"content": CUT_JSON}, "cut off at the 1500-token limit; write less"),
+        ({"content": CUT_MARKDOWN}, "cut off at the 1500-token limit; write less"),  # parses, still cut off
+        ({"content": "<think>The user asks about section 90A. First, which evidence"}, "while still thinking"),
+        ({"content": "", "reasoning": "The user asks about section 90A. First, which"}, "while still thinking"),
+    ],
+    ids=["json", "markdown-that-parses", "think-block", "reasoning-field"],
+)
+async def test_a_draft_cut_at_max_tokens_is_a_recorded_truncated_violation_told_to_the_retry(
+    env: dict[str, Any], llm: ScriptedOpenAI, cut: dict[str, Any], told: str
+) -> None:
+    llm.play(
+        {"composer": [{**cut, "finish_reason": "length"}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]}
+    )
+    result = await run(env, settings_for(env, llm))
+    assert "truncated" in fired(result)
+    retry = llm.requests_for("composer")[1]["messages"][1]["content"]
+    assert "[compose:truncated]" in retry and told in retry
+    drafts = [p for stage, p in result["audit"] if stage == "draft"]
+    assert drafts[0]["truncated"] and drafts[0]["claims"] == 0  # nothing of the cut draft was checked or kept
+    composer_calls = [p for n, p in result["events"] if n == "model_call" and p["role"] == "composer"]
+    assert composer_calls[0]["finish_reason"] == "length" and composer_calls[1]["finish_reason"] == "stop"
+    assert result["report"]["outcome"] == "shipped"
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"content": "<think>Section 90A. I could add that courts love printouts.</think>\n" + GOOD},
+        {"content": "<thinking>I could add that courts love printouts.</thinking>\n\n" + GOOD},
+        # A reasoning model whose chat template opened the block in the prompt writes only its end.
+        {"content": "Okay, section 90A. I could add that courts love printouts.\n</think>\n\n" + GOOD},
+        {"content": GOOD, "reasoning": "I could add that courts love printouts."},
+        {"content": "<think>I could add that courts love printouts.</think>" + PARAPHRASED},
+    ],
+    ids=["think", "thinking", "unopened-think", "reasoning-field", "think-before-json"],
+)
+async def test_reasoning_in_every_form_servers_send_is_dropped_before_parsing(
+    env: dict[str, Any], llm: ScriptedOpenAI, step: dict[str, Any]
+) -> None:
+    llm.play(
+        {"composer": [step], "judge": PARAPHRASE_JUDGE + [{"judge": "echo"}], "reviewer": [{"content": REVIEW_OK}]}
+    )
+    result = await run(env, settings_for(env, llm), lexical_judge=False)
+    assert result["report"]["outcome"] == "shipped", result["report"].get("outcome_reason")
+    assert "courts love printouts" not in str(result["report"])
+    assert len(llm.requests_for("composer")) == 1
+
+
+async def test_the_composer_prompt_states_the_templates_l3_rules_and_length_bounds(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.play({"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    await run(env, settings_for(env, llm))
+    prompt = llm.requests_for("composer")[0]["messages"][1]["content"]
+    assert "Rules of this template (the checks enforce each):" in prompt
+    assert "at least 120 and at most 6000 characters" in prompt  # the gate's min_chars / max_chars
+    assert "Required sections, each with at least one sentence: Summary, Statutory provisions." in prompt
+    assert 'in the form "Section 90A of the Evidence Act 1950"' in prompt  # L3 citation_missing, L1 unknown_citation
+    assert '"you should"' in prompt and '"I advise"' in prompt  # L3 advice_phrase
+    assert "Write no disclaimer" in prompt and "fit in 1500 tokens" in prompt
+    assert "Follow the rules of this template" in llm.requests_for("composer")[0]["messages"][0]["content"]
+
+    llm.play({"composer": [{"content": '{"answer": "x", "citations": [], "confidence": 0, "needs_human": true}'}]})
+    refund = "Can I get a refund for my subscription if 10 days have passed since payment?"
+    await run(env, settings_for(env, llm), template="support_answer", question=refund)
+    contract = llm.requests_for("composer")[0]["messages"][1]["content"]
+    assert "at least 40 and at most 1500 characters" in contract and "Required sections" not in contract
+
+
+async def test_gate_rejections_count_against_the_drafting_bound(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
+    llm.play({"composer": [{"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    spec = SpecRegistry.load().get("legal_research")
+    unmeetable = spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 5000})})
+    result = await run(env, settings_for(env, llm), registry=SpecRegistry({"legal_research": unmeetable}))
+    report = result["report"]
+    # Two drafts in all (the template's bound), the second told what the gate found; then the floor.
+    assert len(llm.requests_for("composer")) == spec.budgets.drafting_attempts == 2
+    assert "[gate:too_short]" in llm.requests_for("composer")[1]["messages"][1]["content"]
+    assert report["outcome"] == "fallback"
+    assert report["outcome_reason"] == (
+        "drafting attempts exhausted (2); the pre-persistence gate rejected the last draft: too_short"
+    )
+
+
+async def test_one_unreadable_judge_answer_costs_that_claim_a_retry_not_the_run(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    unreadable = {"match": "presumes the computer", "content": "Supported - the passage says so."}
+    llm.play(
+        {
+            "composer": [{"content": PARAPHRASED}],
+            "judge": [unreadable, *PARAPHRASE_JUDGE],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    result = await run(env, settings_for(env, llm), lexical_judge=False)
+    assert result["report"]["outcome"] == "shipped"
+    judge = llm.requests_for("judge")
+    assert len(judge) == 4  # three claims, one of them asked twice
+    (retry,) = [r for r in judge if "Your last answer could not be read" in r["messages"][1]["content"]]
+    assert "presumes the computer" in retry["messages"][1]["content"]
+    assert len(llm.requests_for("composer")) == 1
+
+
+async def test_judge_calls_run_concurrently_within_the_judges_limit_and_the_budget(llm: ScriptedOpenAI) -> None:
+    import asyncio
+    import time
+
+    from veracity.compose.base import ModelError
+    from veracity.domain import Claim, SectionDraft, SourceRef
+    from veracity.guards.grounding import ground
+    from veracity.guards.model import ModelJudge
+    from veracity.models.usage import UsageMeter, current_meter
+
+    def evidence(i: int) -> Evidence:
+        quote = f"Fact number {i} is stated in this passage."
+        return Evidence(
+            id=f"ev{i}", quote=quote, start=0, end=len(quote), content_hash="h", origin_subtask_id="t", score=1.0,
+            source=SourceRef(doc_id=f"d{i}", title=f"Doc {i}"),
+        )  # fmt: skip
+
+    evidences = [evidence(i) for i in range(8)]
+    draft = [
+        SectionDraft(
+            id="s",
+            title="S",
+            claims=[Claim(text=f"Fact number {i} is stated", evidence_ids=[f"ev{i}"]) for i in range(8)],
+        )
+    ]
+    llm.play({"judge": [{"stall": 0.4, "judge": "echo"}]})
+    judge = ModelJudge("judge", base_url=llm.base_url_v1, max_retries=0, concurrency=4)
+    try:
+        started = time.monotonic()
+        labelled, violations = await ground(judge, draft, evidences)
+        elapsed = time.monotonic() - started
+        assert violations == [] and all(c.label == "supported" for c in labelled[0].claims)
+        assert llm.max_in_flight == 4 and elapsed < 8 * 0.4  # four at a time, not one after another
+
+        # The budget counts a call when it is sent: three calls allowed, three sent, the rest refused.
+        llm.play({"judge": [{"stall": 0.2, "judge": "echo"}]})
+        meter = UsageMeter(max_calls=3)
+
+        async def within_budget() -> None:
+            current_meter.set(meter)
+            await ground(judge, draft, evidences)
+
+        with pytest.raises(ModelError, match=r"model call budget spent \(3 calls\)"):
+            await asyncio.create_task(within_budget())
+        assert meter.calls == 3 and len(llm.requests) <= 3
+    finally:
+        await judge.aclose()
+
+
+PARTIAL_ANSWER = (
+    '{"answer": "Tallyo refunds a monthly payment in full when you ask within two weeks of paying. '
+    '[evidence:{E:Tallyo gives a full refund}]", "citations": ["{E:Tallyo gives a full refund}"], '
+    '"confidence": 0.9, "needs_human": false}'
+)
+
+
+@pytest.mark.parametrize(("ship_partial", "outcome"), [(True, "shipped"), (False, "handoff")])
+async def test_a_partial_support_answer_ships_labelled_when_the_qa_policy_allows_it(
+    env: dict[str, Any], llm: ScriptedOpenAI, ship_partial: bool, outcome: str
+) -> None:
+    partial = judged("partial", "full refund on a monthly subscription payment", reason="the window is 14 days")
+    llm.play(
+        {
+            "composer": [{"content": PARTIAL_ANSWER}],
+            "judge": [{"content": partial}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    spec = SpecRegistry.load().get("support_answer")
+    assert spec.qa_policy.ship_partial  # the bundled template allows it
+    policy = spec.model_copy(update={"qa_policy": spec.qa_policy.model_copy(update={"ship_partial": ship_partial})})
+    refund = "Can I get a refund for my subscription if 10 days have passed since payment?"
+    result = await run(
+        env,
+        settings_for(env, llm),
+        lexical_judge=False,
+        template="support_answer",
+        question=refund,
+        registry=SpecRegistry({"support_answer": policy}),
+    )
+    report = result["report"]
+    assert report["outcome"] == outcome, (report.get("outcome_reason"), fired(result))
+    if ship_partial:
+        (claim,) = [c for s in report["sections"] for c in s["claims"]]
+        assert claim["label"] == "partial" and "two weeks" in claim["text"]
+        assert report["confidence"] == 0.6  # the reported confidence still says partial
+    else:
+        assert "confidence 0.60 is below the template's 0.65" in report["needs_human_reason"]
+
+
+async def test_the_floor_speaks_the_answers_language(env: dict[str, Any], llm: ScriptedOpenAI) -> None:
+    llm.play({"composer": [{"content": "Maaf, saya tidak pasti."}]})
+    result = await run(env, settings_for(env, llm), question=MS_QUESTION)
+    report = result["report"]
+    assert report["outcome"] == "fallback" and report["language"] == "ms"
+    assert report["disclaimer"] == MS_DISCLAIMER
+    (note,) = report["notes"]
+    assert note.startswith("Veracity tidak dapat menghasilkan laporan") and " Sebab: " in note
+    assert {s["note"] for s in report["sections"] if s["id"] != "evidence_digest"} == {
+        "Tidak ditulis: draf tidak dapat disahkan."
+    }
+    assert report["sections"][-1]["title"] == "Ringkasan bukti"
+
+
+async def test_every_model_call_failed_or_timed_out_is_recorded_and_counted(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    llm.play({"composer": [{"stall": 2.0, "content": GOOD}]})
+    result = await run(env, settings_for(env, llm, timeout_seconds=0.5))
+    (call,) = [p for n, p in result["events"] if n == "model_call"]
+    assert call["role"] == "composer" and call["error"] == "timed out" and call["ms"] >= 400
+    assert call["totals"]["calls"] == 1 and call["totals"]["failed"] == 1
+    assert result["report"]["metrics"]["model"]["by_role"]["composer"]["failed"] == 1
+
+    llm.play({"composer": [{"status": 503}]})
+    result = await run(env, settings_for(env, llm))
+    (call,) = [p for n, p in result["events"] if n == "model_call"]
+    assert call["error"].startswith("failed with HTTP 503")
+
+
+def test_model_timeouts_are_settings_whose_defaults_suit_a_local_70b_model() -> None:
+    import openai
+
+    from veracity.guards.model import ModelJudge
+
+    cfg = Settings().model
+    assert cfg.timeout_seconds == 300.0 and cfg.connect_timeout_seconds == 10.0 and cfg.judge_concurrency == 4
+    models = build_models(
+        Settings().model_copy(update={"model": cfg.model_copy(update={"provider": "openai", "timeout_seconds": 900})})
+    )
+    judge = models.judge
+    assert isinstance(judge, ModelJudge) and judge.concurrency == 4
+    timeout = judge.chat.client.timeout
+    assert isinstance(timeout, openai.Timeout) and (timeout.read, timeout.connect) == (900, 10.0)
+
+
+async def test_a_refine_that_splits_a_claim_from_its_anchors_is_rejected_and_the_original_kept(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    # The rewrite changes nothing, but read back as Markdown the two-sentence claim is two sentences, the first
+    # without the anchors the item gave both.
+    llm.play(
+        {
+            "composer": [{"content": PARAPHRASED}, {"content": "{USER}"}],
+            "judge": PARAPHRASE_JUDGE,
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    result = await run(env, settings_for(env, llm, refine=True), lexical_judge=False)
+    assert refined_audit(result) == ["rejected: the rewrite left 1 sentence(s) without anchors; original kept"]
+    assert result["report"]["outcome"] == "shipped"
+    (summary,) = [s["claims"] for s in result["report"]["sections"] if s["id"] == "summary"]
+    assert len(summary) == 1 and len(summary[0]["evidence_ids"]) == 2

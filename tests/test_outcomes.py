@@ -24,10 +24,16 @@ from veracity.graph.nodes.compose import compose
 from veracity.graph.state import RunState
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
+from veracity.semantic.model import process_semantics
 from veracity.specs.registry import SpecRegistry
 
 REFUND = "Can I get a refund for my subscription if 10 days have passed since payment?"
 DISCLAIMER_EN = "This is legal research, not legal advice; consult a qualified lawyer about any particular situation."
+REFUND_DRAFT = (
+    '{"answer": "Tallyo gives a full refund on a monthly subscription payment if the refund is requested '
+    'within 14 days of the payment date. [evidence:{E:Tallyo gives a full refund}]", '
+    '"citations": ["{E:Tallyo gives a full refund}"], "confidence": 0.9, "needs_human": false}'
+)
 
 
 class CountingSearch:
@@ -191,14 +197,18 @@ async def test_malformed_model_output_then_model_error_go_to_the_floor(env: dict
 
 
 async def test_gate_rejections_end_the_run_with_loop_abort_and_nothing_stored(env: dict[str, Any]) -> None:
+    # Every draft is too short and the floor's own note is forbidden: two drafts in all (the template's bound, the
+    # gate's redraft included), then the floor and the bare floor; the third rejection ends the run.
     spec = SpecRegistry.load().get("support_answer")
-    strict = spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 5000})})
+    directives = {"min_chars": 5000, "forbidden_patterns": ["could not produce a report"]}
+    strict = spec.model_copy(update={"composer": spec.composer.model_copy(update=directives)})
     service = RunService(
         sessionmaker=env["sessionmaker"],
         registry=SpecRegistry({"support_answer": strict}),
         settings=env["settings"],
         graph=build_graph(),
         search=env["search"],
+        semantics=process_semantics(),
     )
     run_id = await service.start(question=REFUND, template="support_answer")
     await service.wait(run_id)
@@ -208,11 +218,45 @@ async def test_gate_rejections_end_the_run_with_loop_abort_and_nothing_stored(en
         assert await runs_repo.latest_artifact(session=session, run_id=run_id) is None
     assert stored is not None and stored.status == "failed" and stored.error == "store_artifact_loop_abort"
     assert names.count("gate_rejected") == 3 and names[-1] == "error"
+    assert names.count("draft_composed") == spec.budgets.drafting_attempts == 2
     async with env["sessionmaker"]() as session:
-        last = (await runs_repo.events_after(session=session, run_id=run_id))[-1]
+        events = await runs_repo.events_after(session=session, run_id=run_id)
+    rejected = [e.payload["outcome"] for e in events if e.name == "gate_rejected"]
+    assert rejected[0] == "shipped" and rejected[-1] == "fallback"  # drafts first, then the floor
     # The page and the API say what happened, not just the code.
+    last = events[-1]
     assert last.payload["message"] == "store_artifact_loop_abort"
-    assert last.payload["detail"].startswith("The pre-persistence gate rejected 3 reports in a row (last: report prose")
+    assert last.payload["detail"].startswith(
+        "The pre-persistence gate rejected 3 reports in a row (last: forbidden pattern 'could not produce a report'"
+    )
+
+
+async def test_a_draft_the_gate_rejects_is_redrafted_within_the_drafting_bound_then_floored(
+    env: dict[str, Any],
+) -> None:
+    """A gate rejection does not start a new drafting round: with two drafting attempts, two drafts are made in
+    all (the second told what the gate found), then the floor ships with the reason."""
+    spec = SpecRegistry.load().get("support_answer")
+    strict = spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 5000})})
+    composer = ScriptedComposer([REFUND_DRAFT])
+    service = RunService(
+        sessionmaker=env["sessionmaker"],
+        registry=SpecRegistry({"support_answer": strict}),
+        settings=env["settings"],
+        graph=build_graph(),
+        search=env["search"],
+        semantics=process_semantics(),
+    )
+    run_id = await service.start(question=REFUND, template="support_answer", providers=Providers(composer=composer))
+    await service.wait(run_id)
+    async with env["sessionmaker"]() as session:
+        stored = await runs_repo.get_run(session=session, run_id=run_id)
+        artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+    assert stored is not None and stored.outcome == "fallback" and artifact is not None
+    assert len(composer.feedback) == 2 and any("too_short" in line for line in composer.feedback[1])
+    assert artifact.report["outcome_reason"] == (
+        "drafting attempts exhausted (2); the pre-persistence gate rejected the last draft: too_short"
+    )
 
 
 def _rewired_graph_without_checks() -> Any:

@@ -396,7 +396,9 @@ class AskProgress(_Progress):
         elif name == "synthesize_complete":
             fields = [("decision", p.get("decision")), ("attempts", p.get("attempts"))]
         elif name == "model_call":
-            fields = [(k, p.get(k)) for k in ("role", "model", "prompt_tokens", "completion_tokens", "ms")]
+            fields = [(k, p.get(k)) for k in ("role", "model", "prompt_tokens", "completion_tokens", "ms", "error")]
+            if p.get("finish_reason") == "length":
+                fields.append(("finish_reason", "length"))
         elif name == "complete":
             fields = [("outcome", p.get("outcome"))]
         elif name == "error":

@@ -235,7 +235,27 @@ class ModelSettings(BaseModel):
     reviewer_model: str = Field(
         default="gpt-4.1-mini", description="Model that reviews a checked draft before it ships."
     )
-    timeout_seconds: float = Field(default=30.0, gt=0, le=600, description="Timeout of one model request, in seconds.")
+    timeout_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Longest wait for one model answer, in seconds. The default suits a 70B model on local hardware "
+            "(about 10 tokens/s: a 1,500-token draft after a long prompt takes minutes); a hosted API needs far less."
+        ),
+    )
+    connect_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=600, description="Longest wait to connect to the model server, in seconds."
+    )
+    judge_concurrency: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description=(
+            "Grounding judge calls in flight at once (each claim is one call; all count against the run's model "
+            "budget). The bundled local model serves one at a time and always uses 1."
+        ),
+    )
     max_retries: int = Field(
         default=2, ge=0, le=10, description="Retries of a failed model request (rate limits, 5xx, timeouts)."
     )

@@ -20,6 +20,22 @@ class MalformedOutput(Exception):
         self.raw = raw
 
 
+class TruncatedOutput(MalformedOutput):
+    """The model stopped at its token cap (``finish_reason == "length"``): what it wrote is cut off, whether or not
+    it happens to parse, and the next attempt is told so."""
+
+    def __init__(self, max_tokens: int, raw: str = "", *, thinking: bool = False) -> None:
+        where = " while still thinking (a <think> block with no answer after it)" if thinking else ""
+        super().__init__(
+            [
+                f"the answer was cut off at the {max_tokens}-token limit{where}; write less: fewer and shorter "
+                "sentences, no preamble"
+            ],
+            raw,
+        )
+        self.max_tokens = max_tokens
+
+
 class ModelError(Exception):
     """The model could not be reached, timed out, or refused; the run falls to the floor."""
 

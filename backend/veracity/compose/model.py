@@ -5,14 +5,14 @@ same policy, and a small model need not copy a sentence verbatim)."""
 
 from __future__ import annotations
 
-import json
+import re
 from typing import Any
 
-from veracity.checks import anchored
 from veracity.compose.base import ComposeRequest, MalformedOutput, feedback_lines
 from veracity.compose.extractive import disclaimer_for
 from veracity.compose.parse import clean, parse_draft
 from veracity.domain import Draft, Evidence
+from veracity.guards.citations import statute_citations
 from veracity.guards.model import load_prompt
 from veracity.guards.supervisor import answer_language
 from veracity.models.chat import ChatModel
@@ -73,28 +73,6 @@ def draft_schema(request: ComposeRequest) -> dict[str, Any]:
     }
 
 
-def sections_markdown(text: str) -> str:
-    """A structured sections draft as the Markdown the parser reads (each sentence followed by its anchors);
-    anything that is not such JSON is returned as it is (a model may answer in Markdown directly)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    if not isinstance(data, dict) or not isinstance(data.get("sections"), list):
-        return text
-    lines: list[str] = []
-    for section in data["sections"]:
-        if not isinstance(section, dict):
-            continue
-        lines += [f"## {section.get('title', '')}", ""]
-        for sentence in section.get("sentences") or []:
-            if isinstance(sentence, dict):
-                ids = [i for i in sentence.get("evidence_ids") or [] if isinstance(i, str)]
-                lines.append(anchored(" ".join(str(sentence.get("text", "")).split()), ids).strip())
-        lines.append("")
-    return "\n".join(lines)
-
-
 def evidence_lines(ids: list[str], by_id: dict[str, Evidence]) -> list[str]:
     lines = []
     for eid in ids[:MAX_EVIDENCE_PER_SECTION]:
@@ -105,8 +83,78 @@ def evidence_lines(ids: list[str], by_id: dict[str, Evidence]) -> list[str]:
     return lines
 
 
-def compose_prompt(request: ComposeRequest) -> str:
-    """The user message: the question, each section with its evidence, and what failed last time."""
+_OPTIONAL_GROUP = re.compile(r"\(\?:[^()]*\)\?")
+_GROUP = re.compile(r"\(\?:([^()|]*)(?:\|[^()]*)?\)")
+_PLAIN = re.compile(r"[\w\s'’,.-]+")
+
+
+def readable(pattern: str) -> str | None:
+    """A policy phrase (a regular expression) as words a model can read: optional groups dropped, the first
+    alternative of a group kept ("i (?:would )?(?:advise|recommend)" → "I advise"); None when it is not that
+    simple."""
+    text = _GROUP.sub(r"\1", _OPTIONAL_GROUP.sub("", pattern))
+    text = " ".join(text.split())
+    if not text or not _PLAIN.fullmatch(text):
+        return None
+    return re.sub(r"\bi\b", "I", text)
+
+
+def quoted(phrases: list[str], most: int = 6) -> str:
+    return ", ".join(f'"{p}"' for p in phrases[:most])
+
+
+def citation_example(request: ComposeRequest) -> str:
+    """A citation in the form the template checks, taken from the evidence shown ("Section 90A of the Evidence
+    Act 1950"), so the model copies a real one."""
+    pattern = request.spec.policy.citation_pattern or ""
+    for ev in request.evidence:
+        for section, act in statute_citations(pattern, f"{ev.source.title}. {ev.quote}"):
+            if act:
+                return f"Section {section} of the {act.title()}"
+    return "Section 12 of the Example Act 1999"
+
+
+def template_rules(request: ComposeRequest, max_tokens: int | None = None) -> list[str]:
+    """What the checks after the composer (L1, L3 and the gate) will enforce on this template, stated up front so
+    a first draft can pass them: length bounds, required sections, the citation form, the advice and forbidden
+    phrasing, the disclaimer, and the output cap."""
+    spec = request.spec
+    composer, policy = spec.composer, spec.policy
+    bounds = f"at least {composer.min_chars} and " if composer.min_chars else ""
+    rules = [
+        f"Length: the sentences together (anchors not counted) are {bounds}at most {composer.max_chars} characters "
+        "long."
+    ]
+    required = [s.title for s in spec.sections if s.required and s.min_evidence > 0]
+    if required and composer.output != "json_contract":
+        rules.append(f"Required sections, each with at least one sentence: {', '.join(required)}.")
+    if policy.citation_pattern:
+        rules.append(
+            f'Name at least one statute section in the form "{citation_example(request)}", and only sections '
+            "that the evidence itself names with their Act (a section no evidence contains is rejected)."
+        )
+    advice = [p for p in dict.fromkeys(filter(None, map(readable, policy.advice_phrases)))]
+    if advice:
+        rules.append(f"State what the sources say; never write advice phrasing such as {quoted(advice)}.")
+    if policy.escalation_phrases:
+        rules.append("Do not restate the person's own situation (their own case, client, health or money).")
+    forbidden = [p for p in dict.fromkeys(filter(None, map(readable, composer.forbidden_patterns)))]
+    forbidden += [p for p in dict.fromkeys(filter(None, map(readable, policy.forbidden_patterns)))]
+    if forbidden:
+        rules.append(f"Never write: {quoted(forbidden)}.")
+    if policy.disclaimer:
+        rules.append("Write no disclaimer: the template's own is added to your answer in its language.")
+    if max_tokens:
+        rules.append(
+            f"The whole output must fit in {max_tokens} tokens (about {max_tokens * 2 // 3} words with the JSON); "
+            "an answer that is cut off is rejected."
+        )
+    return rules
+
+
+def compose_prompt(request: ComposeRequest, max_tokens: int | None = None) -> str:
+    """The user message: the question, each section with its evidence, the template's rules, and what failed
+    last time."""
     spec, by_id = request.spec, {ev.id: ev for ev in request.evidence}
     parts = [f"Question: {request.question.strip()}", ""]
     if spec.composer.output == "json_contract":
@@ -122,6 +170,11 @@ def compose_prompt(request: ComposeRequest) -> str:
             lines = evidence_lines(request.section_evidence.get(section.id, []), by_id)
             parts += ["Evidence for this section:", *(lines or ["(none: leave the section empty)"])]
         parts.append("")
+    parts += [
+        "Rules of this template (the checks enforce each):",
+        *(f"- {r}" for r in template_rules(request, max_tokens)),
+    ]
+    parts.append("")
     told = feedback_lines(request.violations)
     if told:
         parts += ["What was wrong with your last draft (fix every point):", *(f"- {line}" for line in told), ""]
@@ -140,24 +193,24 @@ class ModelComposer:
     async def compose(self, request: ComposeRequest) -> Draft:
         contract = request.spec.composer.output == "json_contract"
         if contract:
-            raw = await self.contract.complete(load_prompt("composer_contract"), compose_prompt(request))
-            text = clean(raw)
+            raw = await self.contract.complete(
+                load_prompt("composer_contract"), compose_prompt(request, self.contract.max_tokens)
+            )
         else:
             raw = await self.prose.complete(
-                load_prompt("composer"), compose_prompt(request), schema=draft_schema(request)
+                load_prompt("composer"), compose_prompt(request, self.prose.max_tokens), schema=draft_schema(request)
             )
-            text = sections_markdown(clean(raw))
-        try:
-            draft = with_policy_disclaimer(parse_draft(text, request.spec), request)
-        except MalformedOutput as exc:
-            raise MalformedOutput(exc.problems, raw) from None
+        # A sections JSON item is one claim with its anchors (never re-split into sentences); Markdown is read
+        # sentence by sentence. Reasoning blocks and fences go first.
+        draft = with_policy_disclaimer(parse_draft(raw, request.spec), request)
         if self.refine and not contract and any(sec.claims for sec in draft.sections):
             draft = await self._refined(draft, request)
         return draft
 
     async def _refined(self, draft: Draft, request: ComposeRequest) -> Draft:
         """The optional refine pass. The rewrite is kept only if every section cites exactly the evidence it
-        cited before (a rewrite that drops or invents an anchor is rejected and the original kept)."""
+        cited before and no sentence of it lost its anchors (a rewrite that drops, moves or invents an anchor is
+        rejected and the original kept)."""
         original = render_draft(draft.sections)
         try:
             raw = await self.prose.complete(load_prompt("refine"), original)
@@ -171,6 +224,12 @@ class ModelComposer:
             changed = sorted(s for s in set(before) | set(after) if before.get(s) != after.get(s))
             return draft.model_copy(
                 update={"refine": f"rejected: the rewrite changed the anchors of {', '.join(changed)}; original kept"}
+            )
+        unanchored = sum(1 for s in rewrite.sections for c in s.claims if not c.evidence_ids)
+        if unanchored > sum(1 for s in draft.sections for c in s.claims if not c.evidence_ids):
+            # e.g. a claim of two sentences read back as two, the first without the anchors it had
+            return draft.model_copy(
+                update={"refine": f"rejected: the rewrite left {unanchored} sentence(s) without anchors; original kept"}
             )
         return rewrite.model_copy(update={"raw": f"{draft.raw}\n\n[refined]\n{raw}", "refine": "accepted"})
 

@@ -1,8 +1,11 @@
 """Parse a composer's raw text into sections of claims. Used for model output and the offline composer alike.
 
-Two shapes: Markdown (``## Section title`` then sentences carrying ``[evidence:ID]`` anchors) and the strict
-JSON contract ``{"answer", "citations", "confidence", "needs_human"}`` (seed 001). ``<think>`` blocks and code
-fences are stripped first; anything that does not parse is a :class:`MalformedOutput`.
+Three shapes: Markdown (``## Section title`` then sentences carrying ``[evidence:ID]`` anchors), the sections
+JSON a model writes to the composer's schema (``{"sections": [{"title", "sentences": [{"text", "evidence_ids"}]}]}``,
+one claim per item: an item is never re-split, so every sentence of it keeps the item's anchors), and the strict
+JSON contract ``{"answer", "citations", "confidence", "needs_human"}`` (seed 001). Reasoning blocks (``<think>``,
+``<thinking>``, ``<reasoning>``, or a bare ``</think>`` whose opening tag was in the prompt) and code fences are
+stripped first; anything that does not parse is a :class:`MalformedOutput`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from veracity.domain import Claim, Draft, SectionDraft
 from veracity.specs.models import Spec
 from veracity.text import sentence_spans, words
 
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|$)", re.S | re.I)
+# A reasoning model whose chat template opens the block in the prompt writes only its closing tag.
+_OPEN_ENDED_THINK = re.compile(r"^.*?</(?:think|thinking|reasoning)>", re.S | re.I)
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.S)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -30,9 +35,14 @@ MAX_RAW_CHARS = 40_000
 M = TypeVar("M", bound=BaseModel)
 
 
+def only_thinking(raw: str) -> bool:
+    """The text is reasoning and nothing else (a model cut off before it got to the answer)."""
+    return bool(_THINK.search(raw) or _OPEN_ENDED_THINK.search(raw)) and not clean(raw)
+
+
 def clean(raw: str) -> str:
-    """Drop ``<think>`` blocks and an enclosing code fence."""
-    text = _THINK.sub("", raw).strip()
+    """Drop reasoning blocks (an unclosed one runs to the end) and an enclosing code fence."""
+    text = _OPEN_ENDED_THINK.sub("", _THINK.sub("", raw)).strip()
     fenced = _FENCE.match(text)
     return fenced.group(1).strip() if fenced else text
 
@@ -79,16 +89,89 @@ def _is_disclaimer(sentence: str, disclaimers: list[str]) -> bool:
     )
 
 
+def _titles(spec: Spec) -> dict[str, str]:
+    """A section's normalised title (or id in words) → its id."""
+    by_title = {}
+    for section in spec.sections:
+        by_title[_normal(section.title)] = section.id
+        by_title[_normal(section.id.replace("_", " "))] = section.id
+    return by_title
+
+
+def sections_json(text: str) -> dict[str, object] | None:
+    """The sections JSON of a draft (``{"sections": [...]}``), also after a line of preamble; None when the text is
+    not that (Markdown, prose, the contract)."""
+    start = text.find("{")
+    if start < 0 or '"sections"' not in text:
+        return None
+    try:
+        data = json.loads(text[start : text.rfind("}") + 1])
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("sections"), list) else None
+
+
+def _item_claim(item: object) -> Claim | None:
+    """One item of a JSON section as one claim: its text (anchors written inline kept too) with its evidence ids."""
+    if isinstance(item, str):
+        text, ids = item, []
+    elif isinstance(item, dict):
+        text = str(item.get("text", ""))
+        ids = [i.strip() for i in item.get("evidence_ids") or [] if isinstance(i, str) and i.strip()]
+    else:
+        return None
+    claim = parse_claim(_BULLET.sub("", " ".join(text.split())) + "".join(f" [evidence:{i}]" for i in ids))
+    return claim if claim.text.strip(" .,;:") else None
+
+
+def parse_sections_json(data: dict[str, object], raw: str, spec: Spec) -> Draft:
+    """A sections JSON draft: each item one claim, whatever number of sentences it holds."""
+    by_title = _titles(spec)
+    disclaimers = list(spec.policy.disclaimer.values())
+    claims: dict[str, list[Claim]] = {}
+    disclaimer_parts: list[str] = []
+    unknown: list[str] = []
+    sections = data["sections"]
+    assert isinstance(sections, list)
+    single = spec.evidence_sections[0].id if len(spec.evidence_sections) == 1 else None
+    for section in sections:
+        if not isinstance(section, dict):
+            continue
+        title = _normal(str(section.get("title", "")))
+        items = section.get("sentences")
+        items = items if isinstance(items, list) else []
+        section_id = by_title.get(title) or (single if not title else None)
+        if title in _DISCLAIMER_HEADINGS:
+            disclaimer_parts += [c.text for c in map(_item_claim, items) if c is not None]
+            continue
+        if section_id is None:
+            unknown.append(str(section.get("title", ""))[:60])
+            continue
+        for item in items:
+            claim = _item_claim(item)
+            if claim is None:
+                continue
+            if _is_disclaimer(claim.text, disclaimers):
+                disclaimer_parts.append(claim.text)
+                continue
+            claims.setdefault(section_id, []).append(claim)
+    if not claims and unknown:
+        problems = ["no section of the template was found (expected the section titles as given)"]
+        raise MalformedOutput([*problems, f"unknown section titles: {', '.join(unknown[:5])}"], raw)
+    drafted = [SectionDraft(id=s.id, title=s.title, claims=claims.get(s.id, [])) for s in spec.sections]
+    return Draft(raw=raw, sections=drafted, disclaimer=" ".join(disclaimer_parts) or None)
+
+
 def parse_sections(raw: str, spec: Spec) -> Draft:
     if len(raw) > MAX_RAW_CHARS:
         raise MalformedOutput([f"output is {len(raw)} characters; at most {MAX_RAW_CHARS} are read"], raw)
     text = clean(raw)
     if not text:
         raise MalformedOutput(["output is empty"], raw)
-    by_title = {}
-    for section in spec.sections:
-        by_title[_normal(section.title)] = section.id
-        by_title[_normal(section.id.replace("_", " "))] = section.id
+    data = sections_json(text)
+    if data is not None:
+        return parse_sections_json(data, raw, spec)
+    by_title = _titles(spec)
     disclaimers = list(spec.policy.disclaimer.values())
     bodies: dict[str, list[str]] = {}
     disclaimer_parts: list[str] = []

@@ -2,7 +2,8 @@
 scripted model outputs, on a fresh throwaway SQLite database. Each case is graded on its outcome and on the
 shape of what happened (which checks fired, how many attempts, the answer's language, and the invariants:
 nothing shipped without anchors that resolve, nothing unsupported shipped, an escalation searched nothing and
-called no model). Any miss is a regression: the command exits non-zero."""
+called no model). Any miss is a regression: the command exits non-zero. Cases scripted ``via: openai`` run the
+model-backed composer, judge and reviewer against the scripted OpenAI-compatible server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from veracity.compose.extractive import ExtractiveComposer
 from veracity.compose.scripted import ScriptedComposer, ScriptedReviewer
 from veracity.db import runs_repo
 from veracity.settings import Settings
-from veracity.specs.models import EvalCase, Spec
+from veracity.specs.models import EvalCase, Script, Spec
 from veracity.specs.registry import SpecRegistry
+
+if TYPE_CHECKING:
+    from veracity.models.providers import ModelSet
+    from veracity.runs.service import Providers
+    from veracity.testing.scripted_openai import ScriptedOpenAI
 
 
 @dataclass
@@ -66,7 +72,7 @@ def grade(
         if entry["stage"] == "gate":
             fired.update(p["check"] for p in payload["problems"])
         if entry["stage"] == "draft" and payload.get("malformed"):
-            fired.add("malformed_output")
+            fired.add("truncated" if payload.get("truncated") else "malformed_output")
         if entry["stage"] == "draft" and payload.get("failure"):
             fired.add("model_error")
     problems: list[str] = []
@@ -92,11 +98,14 @@ def grade(
                     problems.append(f"shipped an unsupported claim: {claim['text'][:60]!r}")
         if spec.policy.disclaimer and not report.get("disclaimer"):
             problems.append("shipped without the disclaimer")
-        if case.expect_language and report.get("language") != case.expect_language:
-            problems.append(f"answer language {report.get('language')}, expected {case.expect_language}")
         shipped = [c["text"].lower() for s in report["sections"] for c in s["claims"]]
         problems += [f"no shipped claim says {p!r}" for p in case.expect_shipped if not _said(p, shipped)]
         problems += [f"a shipped claim says {p!r}" for p in case.forbid_shipped if _said(p, shipped)]
+        labels = {c.get("label") for s in report["sections"] for c in s["claims"]}
+        problems += [f"no shipped claim is labelled {label}" for label in case.expect_labels if label not in labels]
+    if report is not None and case.expect_language and report.get("language") != case.expect_language:
+        # A shipped answer's language, or the language the floor spoke.
+        problems.append(f"answer language {report.get('language')}, expected {case.expect_language}")
     if report is not None and case.expect_statuses:
         statuses = {s["id"]: s.get("status") for s in report["sections"]}
         problems += [
@@ -125,6 +134,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
     registry = SpecRegistry.load()
     specs = [registry.get(spec_id)] if spec_id else registry.all()
     results: list[CaseResult] = []
+    llm: ScriptedOpenAI | None = None  # started for the first case that runs `via: openai`
     with tempfile.TemporaryDirectory(prefix="veracity-eval-") as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'eval.db'}"
         settings = settings.model_copy(
@@ -157,13 +167,27 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                         semantics=semantics,
                     )
                     script = case.script
-                    composer = ScriptedComposer(script.composer) if script and script.composer else None
-                    reviewer = ScriptedReviewer(script.reviewer) if script and script.reviewer else None
-                    providers = Providers(composer=composer or ExtractiveComposer(), reviewer=reviewer)
-                    run_id = await service.start(
-                        question=case.question, template=spec.id, corpus=case.corpus, providers=providers
-                    )
-                    await service.wait(run_id)
+                    models: ModelSet | None = None
+                    composer = reviewer = None
+                    if script and script.via == "openai":
+                        if llm is None:
+                            from veracity.testing.scripted_openai import ScriptedOpenAI
+
+                            llm = ScriptedOpenAI()
+                            await asyncio.to_thread(llm.start)
+                        models, providers = scripted_models(llm, settings, script)
+                    else:
+                        composer = ScriptedComposer(script.texts("composer")) if script and script.composer else None
+                        reviewer = ScriptedReviewer(script.texts("reviewer")) if script and script.reviewer else None
+                        providers = Providers(composer=composer or ExtractiveComposer(), reviewer=reviewer)
+                    try:
+                        run_id = await service.start(
+                            question=case.question, template=spec.id, corpus=case.corpus, providers=providers
+                        )
+                        await service.wait(run_id)
+                    finally:
+                        if models is not None:
+                            await models.aclose()
                     async with sessionmaker() as session:
                         run = await runs_repo.get_run(session=session, run_id=run_id)
                         artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
@@ -181,7 +205,13 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                         report=artifact.report if artifact else None,
                         events=events,
                         audit=audit,
-                        composer_calls=len(composer.feedback) if composer else 0,
+                        composer_calls=(
+                            len(llm.requests_for("composer"))
+                            if models is not None and llm is not None
+                            else len(composer.feedback)
+                            if composer
+                            else 0
+                        ),
                     )
                     results.append(
                         CaseResult(
@@ -198,7 +228,38 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                     )
         finally:
             await engine.dispose()
+            if llm is not None:
+                await asyncio.to_thread(llm.stop)
     return results
+
+
+def scripted_models(llm: ScriptedOpenAI, settings: Settings, script: Script) -> tuple[ModelSet, Providers]:
+    """The model-backed composer (and judge and reviewer when the script has their steps) against the scripted
+    server, playing this case's steps; the offline judge labels the claims when no judge step is given."""
+    from veracity.guards.judge import make_judge
+    from veracity.models.providers import build_models
+    from veracity.runs.service import Providers
+
+    llm.play({role: script.steps(role) for role in ("composer", "judge", "reviewer") if getattr(script, role)})
+    model = settings.model.model_copy(
+        update={
+            "provider": "openai",
+            "base_url": llm.base_url_v1,
+            "composer_model": "composer",
+            "judge_model": "judge",
+            "reviewer_model": "reviewer",
+            "timeout_seconds": 10.0,
+            "max_retries": 0,
+        }
+    )
+    models = build_models(settings.model_copy(update={"model": model}))
+    assert models.composer is not None and models.judge is not None
+    providers = Providers(
+        composer=models.composer,
+        judge=models.judge if script.judge else make_judge(),
+        reviewer=models.reviewer if script.reviewer else None,
+    )
+    return models, providers
 
 
 def format_results(results: list[CaseResult]) -> str:

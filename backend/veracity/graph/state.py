@@ -41,9 +41,8 @@ class RunState(TypedDict, total=False):
     section_evidence: dict[str, list[str]]
     """Written by ``synthesize_merge``: section id → evidence ids, deduplicated and backfilled."""
     attempt: int
-    """Drafting attempts so far in the run; ``compose`` increments it."""
-    attempt_base: int
-    """Attempts made before the current drafting round (a gate rejection starts a new, equally bounded round)."""
+    """Drafting attempts so far in the run, the gate's redrafts included; ``compose`` increments it, and the
+    template's ``drafting_attempts`` bounds it."""
     composed: Draft
     """Written by ``compose``: the composer's raw text and its parse (disclaimer, stated confidence, contract)."""
     compose_violations: list[Violation]

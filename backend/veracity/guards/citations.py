@@ -13,6 +13,20 @@ _ACT = re.compile(r"\b((?:[A-Z][\w'()-]*\s+){0,6}?(?:Act|Code|Ordinance|Regulati
 
 MAX_CLAIM_CHARS = 1000
 
+# A jurisdiction written before an act's name is not part of it: "the Malaysian Evidence Act 1950", "Malaysia's
+# Evidence Act 1950" and "the Evidence Act 1950" name one act (sources rarely repeat the country; answers often
+# add it). Nationality adjectives and country names (with or without "'s"), English and Malay.
+JURISDICTIONS = (
+    "malaysian", "malaysia", "singaporean", "singapore", "bruneian", "brunei", "indonesian", "indonesia", "thai",
+    "thailand", "philippine", "filipino", "philippines", "indian", "india", "pakistani", "pakistan",
+    "bangladeshi", "bangladesh", "sri lankan", "sri lanka", "hong kong", "chinese", "china", "japanese", "japan",
+    "korean", "korea", "australian", "australia", "new zealand", "canadian", "canada", "american", "united states",
+    "us", "u\\.s\\.", "british", "uk", "u\\.k\\.", "united kingdom", "english", "england", "scottish", "scotland",
+    "welsh", "wales", "irish", "ireland", "nigerian", "nigeria", "kenyan", "kenya", "ghanaian", "ghana",
+    "south african", "south africa", "ugandan", "uganda", "tanzanian", "tanzania", "jamaican", "jamaica",
+)  # fmt: skip
+_JURISDICTION = re.compile(r"^(?:(?:" + "|".join(JURISDICTIONS) + r")(?:['’]s)?\s+)+", re.I)
+
 
 def _short(text: str) -> str:
     """The claim as violations name it: whole (the next draft drops exactly this sentence), within reason."""
@@ -39,6 +53,7 @@ def statute_citations(pattern: str, text: str) -> list[tuple[str, str | None]]:
 
 def _normal_act(act: str) -> str:
     act = re.sub(r"^(?:the|under|of|in|by)\s+", "", act.strip(), flags=re.I)
+    act = _JURISDICTION.sub("", act)
     act = re.sub(r"\s+of\s+(\d{4})$", r" \1", act, flags=re.I)  # "Act of 1950" is "Act 1950"
     return re.sub(r"\s+", " ", act).lower()
 

@@ -3,9 +3,12 @@ and the reviewer (seed 003). Both call a separate model at temperature 0 with a 
 (``veracity/prompts/*.md``) and a JSON schema response format.
 
 Deterministic code bookends the model. The judge must quote the text that supports a claim, and a ``supported`` or
-``partial`` label whose quote is not found verbatim in the cited sources is downgraded to ``unsupported``: a model
-can never produce a pass the sources do not contain. Output that does not parse raises :class:`MalformedOutput`;
-a server that cannot be reached, times out or fails after the client's retries raises :class:`ModelError`.
+``partial`` label whose quote is not found in the cited sources is downgraded to ``unsupported``: a model can never
+produce a pass the sources do not contain. The quote is looked up tolerantly — case, whitespace, curly or straight
+quotation marks and dashes, an ellipsis standing for skipped words, a span from mid-sentence — but every word of it
+must still lie, in order, in one cited text. Output that does not parse raises :class:`MalformedOutput` (the run
+gives that claim or that review one informed retry: ``judge_again``, ``review_again``); a server that cannot be
+reached, times out or fails after the client's retries raises :class:`ModelError`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from veracity.compose.parse import parse_as
 from veracity.domain import ReviewVerdict
 from veracity.guards.judge import Judgement, Label, Source, Span
 from veracity.guards.reviewer import parse_verdict
-from veracity.models.chat import DEFAULT_MAX_TOKENS, ChatModel
+from veracity.models.chat import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_SECONDS, ChatModel
 from veracity.models.chat import client as _client
 from veracity.models.chat import short as _short
 from veracity.models.usage import Circuit
@@ -95,9 +98,25 @@ def parse_grounding(raw: str) -> GroundingAnswer:
     return parse_as(raw, GroundingAnswer)
 
 
+_FOLD = str.maketrans(
+    {
+        "“": '"', "”": '"', "„": '"', "‟": '"', "«": '"', "»": '"', "″": '"',
+        "‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "`": "'",
+        "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "−": "-",
+    }
+)  # fmt: skip
+
+
+def _fold(ch: str) -> str:
+    """One character as the quote lookup compares it: lower case, one kind of quotation mark and of dash (always a
+    single character, so offsets map back)."""
+    return ch.translate(_FOLD).lower()[:1] or ch
+
+
 @lru_cache(maxsize=512)
 def _flatten(text: str) -> tuple[str, tuple[int, ...]]:
-    """``text`` with every whitespace run as one space (none leading), and each kept char's offset in ``text``."""
+    """``text`` folded (:func:`_fold`) with every whitespace run as one space (none leading), and each kept char's
+    offset in ``text``."""
     chars: list[str] = []
     offsets: list[int] = []
     after_space = True
@@ -108,36 +127,70 @@ def _flatten(text: str) -> tuple[str, tuple[int, ...]]:
             ch, after_space = " ", True
         else:
             after_space = False
-        chars.append(ch)
+        chars.append(_fold(ch))
         offsets.append(i)
     return "".join(chars), tuple(offsets)
 
 
-def _find(text: str, needle: str) -> tuple[int, int] | None:
+_ELLIPSIS = re.compile(r"\s*(?:\[\s*(?:\.\s*){3,}\]|\[…\]|(?:\.\s*){3,}|…)\s*")
+_WRAPPING = " \"'.,;:!?"
+
+
+def quote_pieces(quote: str) -> list[str]:
+    """A judge's quote as the pieces that must each be found, in order: folded, whitespace-normalised, without the
+    quotation marks or end punctuation around it, cut at each ellipsis ("...", "…", "[...]")."""
+    folded = "".join(_fold(ch) for ch in " ".join(quote.split()))
+    return [p for p in (piece.strip(_WRAPPING) for piece in _ELLIPSIS.split(folded)) if p]
+
+
+def _piece_pattern(piece: str) -> re.Pattern[str]:
+    """A piece found on word boundaries (a quote may start mid-sentence, not mid-word)."""
+    start = r"(?<!\w)" if piece[0].isalnum() else ""
+    end = r"(?!\w)" if piece[-1].isalnum() else ""
+    return re.compile(start + re.escape(piece) + end)
+
+
+def _find_pieces(text: str, pieces: list[str]) -> list[tuple[int, int]] | None:
     flat, offsets = _flatten(text)
-    at = flat.find(needle)
-    if at < 0:
-        return None
-    return offsets[at], offsets[at + len(needle) - 1] + 1
+    found: list[tuple[int, int]] = []
+    at = 0
+    for piece in pieces:
+        match = _piece_pattern(piece).search(flat, at)
+        if match is None:
+            return None
+        found.append((offsets[match.start()], offsets[match.end() - 1] + 1))
+        at = match.end()
+    return found
 
 
-_WRAPPING = " \"'“”‘’«»….`"
+def locate_all(quote: str, sources: list[Source], source_id: str = "") -> list[Span]:
+    """The spans of ``quote`` in one source (the named one first, else any), one per piece (:func:`quote_pieces`);
+    empty when some piece is not there."""
+    pieces = quote_pieces(quote)
+    if not pieces:
+        return []
+    for source in sorted(sources, key=lambda s: s.id != source_id):  # stable: the named source first
+        found = _find_pieces(source.text, pieces)
+        if found:
+            return [Span(source.id, start, end) for start, end in found]
+    return []
 
 
 def locate(quote: str, sources: list[Source], source_id: str = "") -> Span | None:
-    """Where ``quote`` occurs verbatim (whitespace-normalised) in the named source, else in any source."""
-    needle = " ".join(quote.split())
-    candidates = [needle]
-    bare = needle.strip(_WRAPPING)
-    if bare and bare != needle:
-        candidates.append(bare)  # quotation marks or an ellipsis the model put around a verbatim quote
-    preferred = sorted(sources, key=lambda s: s.id != source_id)  # stable: the named source first
-    for candidate in filter(None, candidates):
-        for source in preferred:
-            found = _find(source.text, candidate)
-            if found:
-                return Span(source.id, *found)
-    return None
+    """Where ``quote`` occurs in the named source, else in any source: the span from its first word to its last
+    (:func:`locate_all` for the pieces of a quote with an ellipsis)."""
+    spans = locate_all(quote, sources, source_id)
+    if not spans:
+        return None
+    return Span(spans[0].source_id, spans[0].start, spans[-1].end)
+
+
+def retry_note(problems: list[str]) -> str:
+    """What a retry is told about the answer it replaces (nothing on a first call)."""
+    if not problems:
+        return ""
+    told = "; ".join(problems)[:500]
+    return f"\n\nYour last answer could not be read ({told}). Answer with the one JSON object only, nothing else."
 
 
 def _passages(sources: list[Source]) -> str:
@@ -160,13 +213,16 @@ class ModelJudge:
         *,
         base_url: str | None = None,
         api_key: str = "not-needed",
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         circuit: Circuit | None = None,
+        concurrency: int = 4,
     ) -> None:
         self.name = f"model:{model}"
+        self.concurrency = concurrency
+        """Claims judged at once in a run (``ground``); every call still counts against the run's budget."""
         self.chat = ChatModel(
             model,
             client or _client(base_url, api_key, timeout, max_retries),
@@ -178,19 +234,26 @@ class ModelJudge:
         )
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement:
+        return await self._judge(claim, sources, [])
+
+    async def judge_again(self, claim: str, sources: list[Source], problems: list[str]) -> Judgement:
+        """The retry after an answer that could not be read, told what was wrong with it."""
+        return await self._judge(claim, sources, problems)
+
+    async def _judge(self, claim: str, sources: list[Source], problems: list[str]) -> Judgement:
         if not any(source.text.strip() for source in sources):
             return Judgement("unsupported", 0.0, [], NO_SOURCES)
-        user = f"Claim:\n{claim.strip()}\n\nSource passages:\n\n{_passages(sources)}"
+        user = f"Claim:\n{claim.strip()}\n\nSource passages:\n\n{_passages(sources)}{retry_note(problems)}"
         answer = parse_grounding(await self.chat.complete(load_prompt("judge"), user))
         reason = _short(answer.reason, MAX_REASON_CHARS)
-        span = locate(answer.quote, sources, self._source_id(answer.source_id, sources))
+        spans = locate_all(answer.quote, sources, self._source_id(answer.source_id, sources))
         if answer.label == "unsupported":
-            return Judgement("unsupported", 0.0, [span] if span else [], reason)
-        if span is None:
+            return Judgement("unsupported", 0.0, spans, reason)
+        if not spans:
             return Judgement("unsupported", 0.0, [], QUOTE_NOT_FOUND)
         if len(re.findall(r"\w+", answer.quote)) < MIN_QUOTE_WORDS:
             return Judgement("unsupported", 0.0, [], QUOTE_TOO_SHORT)
-        return Judgement(answer.label, SCORES[answer.label], [span], reason)
+        return Judgement(answer.label, SCORES[answer.label], spans, reason)
 
     @staticmethod
     def _source_id(named: str, sources: list[Source]) -> str:
@@ -220,7 +283,7 @@ class ModelReviewer:
         *,
         base_url: str | None = None,
         api_key: str = "not-needed",
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -238,8 +301,15 @@ class ModelReviewer:
         )
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:
+        return await self._review(request, [])
+
+    async def review_again(self, request: ReviewRequest, problems: list[str]) -> ReviewVerdict:
+        """The retry after an answer that could not be read, told what was wrong with it."""
+        return await self._review(request, problems)
+
+    async def _review(self, request: ReviewRequest, problems: list[str]) -> ReviewVerdict:
         user = f"The person's message:\n{request.question.strip()}\n\nThe drafted reply:\n{request.draft_text.strip()}"
-        return parse_verdict(await self.chat.complete(load_prompt("reviewer"), user))
+        return parse_verdict(await self.chat.complete(load_prompt("reviewer"), user + retry_note(problems)))
 
     async def aclose(self) -> None:
         await self.chat.aclose()

@@ -46,7 +46,9 @@ def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence])
     return [s.model_copy(update={"status": section_status(spec, s, by_id, now)}) for s in draft]
 
 
-def confidence(spec: Spec, draft: list[SectionDraft], stated: float | None = None) -> float:
+def confidence(
+    spec: Spec, draft: list[SectionDraft], stated: float | None = None, *, partial_weight: float | None = None
+) -> float:
     """Mean label weight over every claim the composer drafted, a claim the relevance check cut as off topic
     counting zero (so the share of the draft that answers the question weighs in, not just how well the kept
     claims are anchored), times the share of required sections that are supported (which needs enough relevant
@@ -54,12 +56,13 @@ def confidence(spec: Spec, draft: list[SectionDraft], stated: float | None = Non
 
     The relevance model's raw probabilities are not used as weights: they are relative to a pool of candidates
     (about one in five relevant), so a true answer sentence may score 0.35 — above the cut-off, yet it would
-    read as a weak claim."""
+    read as a weak claim. ``partial_weight`` replaces a partial claim's weight (the qa policy's ``ship_partial``)."""
+    weights = LABEL_WEIGHT if partial_weight is None else {**LABEL_WEIGHT, "partial": partial_weight}
     claims = [c for s in draft for c in s.claims]
     cut = sum(len(s.off_topic_cut) for s in draft)
     if not claims:
         return 0.0
-    mean = sum(LABEL_WEIGHT.get(c.label or "unsupported", 0.0) for c in claims) / (len(claims) + cut)
+    mean = sum(weights.get(c.label or "unsupported", 0.0) for c in claims) / (len(claims) + cut)
     required = [s for s in draft if spec.section(s.id).required]
     share = sum(1 for s in required if s.status == "supported") / len(required) if required else 1.0
     value = mean * share

@@ -6,14 +6,19 @@ local model), used by every model-backed stage: planner, composer, judge, review
   that wants free text sends no format. ``max_tokens`` caps every answer so a small model cannot run off.
 - Retries with exponential backoff on 429, 5xx, timeouts and connection errors are the ``openai`` client's
   (``max_retries``); a :class:`~veracity.models.usage.Circuit` gives up cleanly on a server that keeps failing.
-- Every call is counted against the run's budgets (``veracity.models.usage``) before it is sent, its usage
-  (prompt and completion tokens, time, cost for known models) recorded after, and streamed.
+- Every call is counted against the run's budgets (``veracity.models.usage``) when it is sent, and recorded when
+  it ends — its usage (prompt and completion tokens, time, cost for known models), and its error when it failed,
+  was rejected or timed out — and streamed (``model_call``): no call leaves no trace.
+- ``finish_reason == "length"`` (the answer hit ``max_tokens``) is a :class:`TruncatedOutput`, never a quietly
+  cut answer; a reasoning model cut off inside its ``<think>`` block is told so.
 - Failures surface as ``ModelError`` (unreachable, timeout, refused, budget) or ``MalformedOutput`` (empty,
-  refused content): the run retries informed, then falls to the floor.
+  refused content, truncated): the run retries informed, then falls to the floor.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
@@ -21,20 +26,44 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
-from veracity.compose.base import MalformedOutput, ModelError
+from veracity.compose.base import MalformedOutput, ModelError, TruncatedOutput
+from veracity.compose.parse import only_thinking
 from veracity.models.usage import Circuit, current_listener, current_meter
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TIMEOUT_SECONDS = 300.0
+"""How long one answer may take: a 70B model on local hardware writes about 10 tokens/s, so a 1,500-token draft
+after a long prompt takes minutes, not the 30 s a hosted API needs (``model.timeout_seconds``)."""
+DEFAULT_CONNECT_SECONDS = 10.0
 
 
 def short(text: object, limit: int = 300) -> str:
     return " ".join(str(text).split())[:limit]
 
 
-def client(base_url: str | None, api_key: str, timeout: float, max_retries: int) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+def client(
+    base_url: str | None,
+    api_key: str,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    max_retries: int = 2,
+    *,
+    connect_timeout: float = DEFAULT_CONNECT_SECONDS,
+) -> openai.AsyncOpenAI:
+    """One connection pool: ``timeout`` bounds the wait for an answer, ``connect_timeout`` reaching the server."""
+    limits = openai.Timeout(timeout, connect=min(connect_timeout, timeout))
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=limits, max_retries=max_retries)
+
+
+def read_timeout(chat_client: openai.AsyncOpenAI) -> float:
+    """The longest a call of this client waits for its answer (infinite when unset)."""
+    timeout = chat_client.timeout
+    if isinstance(timeout, int | float):
+        return float(timeout)
+    if isinstance(timeout, openai.Timeout) and timeout.read is not None:
+        return float(timeout.read)
+    return float("inf")
 
 
 class ChatModel:
@@ -99,46 +128,67 @@ class ChatModel:
     async def _create(
         self, messages: list[ChatCompletionMessageParam], structured: bool, schema: dict[str, Any] | None
     ) -> str:
+        self.circuit.check(self.model)  # an open circuit sends nothing: no call to count
         meter = current_meter.get()
         if meter is not None:
-            meter.before_call(self.role)
-        self.circuit.check(self.model)
+            meter.before_call(self.role)  # refused (BudgetExceeded) or counted from here on
         options: dict[str, Any] = {}
         response_format = self._response_format(structured, schema)
         if response_format is not None:
             options["response_format"] = response_format
         remaining = meter.remaining_seconds() if meter is not None else None
-        configured = self.client.timeout if isinstance(self.client.timeout, int | float) else float("inf")
-        if remaining is not None and remaining < configured:
+        if remaining is not None and remaining < read_timeout(self.client):
             options["timeout"] = max(remaining, 0.1)  # the run's wall-time budget is nearer than the client's own
         started = time.perf_counter()
         try:
             completion = await self.client.chat.completions.create(
                 model=self.model, temperature=0, max_tokens=self.max_tokens, messages=messages, **options
             )
-        except openai.BadRequestError:
+        except openai.BadRequestError as exc:
+            await self._record(None, started, error=f"rejected the request: {short(exc.message, 200)}")
             raise  # the caller decides: fall back to json_object, or fail
         except openai.OpenAIError as exc:
             self.circuit.failure()
-            raise ModelError(f"model {self.model} {_failure(exc)}") from exc
+            failure = _failure(exc)
+            await self._record(None, started, error=failure)
+            raise ModelError(f"model {self.model} {failure}") from exc
+        except asyncio.CancelledError:
+            # Abandoned (another claim's judge failed, or the run is stopping): still on record.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(self._record(None, started, error="cancelled"))
+            raise
         self.circuit.success()
-        await self._record(completion, (time.perf_counter() - started) * 1000)
+        finish = _finish_reason(completion)
+        await self._record(completion, started, finish_reason=finish)
+        if finish == "length":
+            text = _text(completion)
+            thinking = only_thinking(text) or (not text.strip() and bool(_reasoning(completion)))
+            raise TruncatedOutput(self.max_tokens, text, thinking=thinking)
         return _content(completion)
 
-    async def _record(self, completion: Any, ms: float) -> None:
+    def _meter_row(
+        self, completion: Any, started: float, *, error: str | None = None, finish_reason: str | None = None
+    ) -> dict[str, Any] | None:
         meter = current_meter.get()
         if meter is None:
-            return
+            return None
         usage = getattr(completion, "usage", None)
-        row = meter.record(
+        return meter.record(
             role=self.role,
             model=self.model,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            ms=ms,
+            ms=(time.perf_counter() - started) * 1000,
+            error=error,
+            finish_reason=finish_reason,
         )
+
+    async def _record(
+        self, completion: Any, started: float, *, error: str | None = None, finish_reason: str | None = None
+    ) -> None:
+        row = self._meter_row(completion, started, error=error, finish_reason=finish_reason)
         listener = current_listener.get()
-        if listener is not None:
+        if row is not None and listener is not None:
             await listener(row)
 
     async def aclose(self) -> None:
@@ -154,6 +204,34 @@ def _failure(exc: openai.OpenAIError) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"failed with HTTP {exc.status_code}: {short(exc.message)}"
     return f"failed: {short(exc)}"
+
+
+def _finish_reason(completion: Any) -> str | None:
+    try:
+        finish = completion.choices[0].finish_reason
+    except (AttributeError, IndexError, TypeError):
+        return None
+    return str(finish) if finish else None
+
+
+def _text(completion: Any) -> str:
+    try:
+        content = completion.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return ""
+    return content if isinstance(content, str) else ""
+
+
+def _reasoning(completion: Any) -> str:
+    """The reasoning a server returned beside the answer (vLLM, Ollama, DeepSeek: ``reasoning_content`` or
+    ``reasoning``), if any."""
+    try:
+        message = completion.choices[0].message
+    except (AttributeError, IndexError, TypeError):
+        return ""
+    extra = getattr(message, "model_extra", None) or {}
+    value = getattr(message, "reasoning_content", None) or extra.get("reasoning_content") or extra.get("reasoning")
+    return value if isinstance(value, str) else ""
 
 
 def _content(completion: Any) -> str:

@@ -72,7 +72,9 @@ def build_models(settings: Settings) -> ModelSet:
     from veracity.models.usage import Circuit
 
     answer_cap = cfg.local_max_tokens if local is not None else DEFAULT_MAX_TOKENS
-    shared = client(cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries)
+    shared = client(
+        cfg.base_url, cfg.api_key, cfg.timeout_seconds, cfg.max_retries, connect_timeout=cfg.connect_timeout_seconds
+    )
     # One server, one circuit: failures seen by any role count for every role.
     circuit = Circuit()
     composer = ModelComposer(
@@ -98,7 +100,14 @@ def build_models(settings: Settings) -> ModelSet:
     return ModelSet(
         planner=planner,
         composer=composer,
-        judge=ModelJudge(cfg.judge_model, client=shared, max_tokens=answer_cap, circuit=circuit),
+        judge=ModelJudge(
+            cfg.judge_model,
+            client=shared,
+            max_tokens=answer_cap,
+            circuit=circuit,
+            # The bundled server has one slot: calls sent at once would only queue there, their timeouts running.
+            concurrency=1 if local is not None else cfg.judge_concurrency,
+        ),
         reviewer=ModelReviewer(cfg.reviewer_model, client=shared, max_tokens=answer_cap, circuit=circuit),
         clients=[shared],
         local=local,

@@ -3,7 +3,9 @@
 A run's ``UsageMeter`` lives in a context variable set by the run's task, so every model call made for the run —
 composer, judge, reviewer, in any node — is counted against the run's budgets without being handed the meter.
 A call that would exceed a budget is refused before it is sent (``BudgetExceeded``, a ``ModelError``): the run
-degrades to the floor with the budget named, never crashes.
+degrades to the floor with the budget named, never crashes. A call counts against the call budget when it is sent
+(so calls in flight at once, like the judge's, cannot overshoot it), and is recorded when it ends, whether it
+answered, failed or timed out (``error`` says which).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class UsageMeter:
     """Zero means no limit."""
     started: float = field(default_factory=time.monotonic)
     calls: int = 0
+    """Calls sent (an ended one is also recorded, with its error when it failed)."""
+    failed: int = 0
+    """Calls that failed or timed out."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -46,7 +51,7 @@ class UsageMeter:
     by_role: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def before_call(self, role: str) -> None:
-        """Refuse a call that the budgets no longer allow."""
+        """Refuse a call that the budgets no longer allow; otherwise count it (it is about to be sent)."""
         if self.max_calls and self.calls >= self.max_calls:
             raise BudgetExceeded(f"model call budget spent ({self.max_calls} calls) before the {role} call")
         if self.max_prompt_tokens and self.prompt_tokens >= self.max_prompt_tokens:
@@ -58,14 +63,26 @@ class UsageMeter:
         elapsed = time.monotonic() - self.started
         if self.max_seconds and elapsed >= self.max_seconds:
             raise BudgetExceeded(f"wall-time budget spent ({elapsed:.1f} s of {self.max_seconds:.0f} s)")
+        self.calls += 1
 
     def remaining_seconds(self) -> float | None:
         if not self.max_seconds:
             return None
         return max(0.0, self.max_seconds - (time.monotonic() - self.started))
 
-    def record(self, *, role: str, model: str, prompt_tokens: int, completion_tokens: int, ms: float) -> dict[str, Any]:
-        self.calls += 1
+    def record(
+        self,
+        *,
+        role: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        ms: float,
+        error: str | None = None,
+        finish_reason: str | None = None,
+    ) -> dict[str, Any]:
+        """One ended call (counted by :meth:`before_call` when it was sent): its usage, and ``error`` when it failed
+        or timed out (its tokens are then whatever the server reported, usually none)."""
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         price = PRICES_PER_MTOK.get(model)
@@ -75,11 +92,15 @@ class UsageMeter:
         else:
             cost = (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
             self.cost_usd += cost
-        row = self.by_role.setdefault(role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "ms": 0.0})
+        row = self.by_role.setdefault(
+            role, {"calls": 0, "failed": 0, "prompt_tokens": 0, "completion_tokens": 0, "ms": 0.0}
+        )
         row["calls"] += 1
+        row["failed"] += 1 if error else 0
         row["prompt_tokens"] += prompt_tokens
         row["completion_tokens"] += completion_tokens
         row["ms"] += ms
+        self.failed += 1 if error else 0
         return {
             "role": role,
             "model": model,
@@ -87,12 +108,15 @@ class UsageMeter:
             "completion_tokens": completion_tokens,
             "ms": round(ms, 1),
             "cost_usd": cost,
+            **({"error": error} if error else {}),
+            **({"finish_reason": finish_reason} if finish_reason else {}),
             "totals": self.totals(),
         }
 
     def totals(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
+            "failed": self.failed,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": round(self.cost_usd, 6) if self.cost_known else None,

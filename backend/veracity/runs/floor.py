@@ -8,9 +8,58 @@ from typing import Literal
 from veracity import messages
 from veracity.domain import Claim, Evidence, Report, ReportSection
 from veracity.runs.report import report_evidence
-from veracity.specs.models import Spec
+from veracity.specs.models import Policy, Spec
 
 DIGEST_SIZE = 8
+DEFAULT_FLOOR_NOTE = Policy.model_fields["floor_note"].default
+
+# What the floor says, in each language it speaks (the answer's, else the question's); English otherwise. A
+# template's own floor note is shown as written (templates write it in the language of their readers).
+FLOOR_TEXT: dict[str, dict[str, str]] = {
+    "en": {
+        "handoff": "Not shipped: confidence is too low; a person will review it.",
+        "nothing_relevant": "Not written: nothing retrieved answers the question.",
+        "search_failed": "Not written: the search failed, so there was nothing to write from.",
+        "not_verified": "Not written: the draft could not be verified.",
+        "digest_title": "Evidence digest",
+        "digest_note": "Verbatim sentences retrieved for this question, best-scored first; not a written answer.",
+        "floor_note": DEFAULT_FLOOR_NOTE,
+        "reason": "{note} Reason: {reason}.",
+        "nothing_note": "{reason}.",
+        "handoff_note": "This answer needs a person before it can be given: {why}.",
+    },
+    "ms": {
+        "handoff": "Tidak dihantar: keyakinan terlalu rendah; seseorang akan menyemaknya.",
+        "nothing_relevant": "Tidak ditulis: tiada apa-apa yang diperoleh menjawab soalan ini.",
+        "search_failed": "Tidak ditulis: carian gagal, jadi tiada bahan untuk ditulis.",
+        "not_verified": "Tidak ditulis: draf tidak dapat disahkan.",
+        "digest_title": "Ringkasan bukti",
+        "digest_note": (
+            "Ayat yang diperoleh untuk soalan ini, disalin kata demi kata, yang terbaik dahulu; bukan jawapan bertulis."
+        ),
+        "floor_note": (
+            "Veracity tidak dapat menghasilkan laporan yang boleh dipertanggungjawabkan untuk soalan ini, jadi ia "
+            "menunjukkan apa yang ditemuinya."
+        ),
+        "reason": "{note} Sebab: {reason}.",
+        "nothing_note": "Tiada apa-apa yang diperoleh menjawab soalan ini ({reason}).",
+        "handoff_note": "Jawapan ini perlu disemak oleh seseorang sebelum boleh diberikan: {why}.",
+    },
+}
+
+
+def floor_language(spec: Spec, question: str, language: str | None = None) -> str:
+    """The language the floor speaks: the answer's when the run got that far and the floor speaks it, else the
+    question's among the floor's languages and the template's disclaimer languages."""
+    if language in FLOOR_TEXT:
+        return language
+    from veracity.guards.language import detect
+
+    candidates = list(dict.fromkeys([*FLOOR_TEXT, *spec.policy.disclaimer]))
+    detected = detect(question, candidates)
+    return detected if detected in FLOOR_TEXT else "en"
+
+
 NOTHING_PREFIX = messages.NOTHING_RELEVANT.split("{")[0]
 SEARCH_FAILED_PREFIX = messages.SEARCH_FAILED.split("{")[0]
 FallbackKind = Literal["nothing_relevant", "search_failed", "not_verified"]
@@ -38,19 +87,15 @@ def floor_report(
     reason: str,
     outcome: Literal["fallback", "handoff"] = "fallback",
     needs_human_reason: str | None = None,
+    language: str | None = None,
 ) -> Report:
     """The honest note plus the evidence digest. Also the body of a ``handoff``: a person gets the evidence,
-    the reader gets no unverified prose."""
+    the reader gets no unverified prose. Its notes and disclaimer are in the answer's language (``language``,
+    else the question's); the reason, written by the checks, is quoted as it is."""
     digest = evidence[:DIGEST_SIZE]
-    unwritten = (
-        "Not shipped: confidence is too low; a person will review it."
-        if outcome == "handoff"
-        else {
-            "nothing_relevant": "Not written: nothing retrieved answers the question.",
-            "search_failed": "Not written: the search failed, so there was nothing to write from.",
-            "not_verified": "Not written: the draft could not be verified.",
-        }[fallback_kind(reason)]
-    )
+    lang = floor_language(spec, question, language)
+    text = FLOOR_TEXT[lang]
+    unwritten = text["handoff"] if outcome == "handoff" else text[fallback_kind(reason)]
     sections = [
         ReportSection(
             id=s.id,
@@ -65,18 +110,20 @@ def floor_report(
     sections.append(
         ReportSection(
             id="evidence_digest",
-            title="Evidence digest",
+            title=text["digest_title"],
             required=False,
             status="supported" if digest else "not_found",
             claims=[Claim(text=ev.quote, evidence_ids=[ev.id], label="supported") for ev in digest],
-            note="Verbatim sentences retrieved for this question, best-scored first; not a written answer.",
+            note=text["digest_note"],
         )
     )
-    note = f"{spec.policy.floor_note} Reason: {reason}."
+    floor_note = text["floor_note"] if spec.policy.floor_note == DEFAULT_FLOOR_NOTE else spec.policy.floor_note
+    note = text["reason"].format(note=floor_note, reason=reason)
     if fallback_kind(reason) == "nothing_relevant":  # said plainly: the corpus does not hold an answer
-        note = f"{reason}."
+        note = text["nothing_note"].format(reason=reason)
     if outcome == "handoff":
-        note = f"This answer needs a person before it can be given: {needs_human_reason or reason}."
+        note = text["handoff_note"].format(why=needs_human_reason or reason)
+    disclaimers = spec.policy.disclaimer
     return Report(
         run_id=run_id,
         template=spec.id,
@@ -88,7 +135,8 @@ def floor_report(
         sections=sections,
         evidence=report_evidence(digest),
         notes=[note],
-        disclaimer=next(iter(spec.policy.disclaimer.values()), None) if spec.policy.disclaimer else None,
+        disclaimer=disclaimers.get(lang) or next(iter(disclaimers.values()), None),
+        language=lang,
     )
 
 

@@ -1,7 +1,8 @@
 """The pre-persistence gate: runs before any artifact version is written (seed 004). Three sources, in order:
 placeholders, the composer directives (min/max chars, required sections, forbidden patterns), the qa policy.
-A rejection is retryable — the run goes back to ``compose`` told what the gate found, or a stricter floor is
-tried — and the third rejection in a run ends it with ``store_artifact_loop_abort``."""
+A rejection is retryable — the run goes back to ``compose`` told what the gate found while the template's drafting
+attempts last (the gate's redrafts count against the same bound as the checks'), else the floor is shown, or a
+stricter floor is tried — and the third rejection in a run ends it with ``store_artifact_loop_abort``."""
 
 from __future__ import annotations
 
@@ -40,6 +41,18 @@ def supported_shortfall(spec: Spec, supported: set[str]) -> tuple[int, int] | No
     have = sum(1 for section_id in required if section_id in supported)
     needed = min(spec.qa_policy.min_supported_required, len(required))
     return (have, needed) if have < needed else None
+
+
+def may_redraft(spec: Spec, attempt: int) -> bool:
+    """Whether a draft the gate rejected may be redrafted: ``attempt`` drafts were made in the run so far, and the
+    template's ``drafting_attempts`` bounds them all (a gate rejection does not start a new round)."""
+    return attempt < spec.budgets.drafting_attempts
+
+
+def exhausted_reason(attempt: int, problems: list[Violation]) -> str:
+    """The floor's reason when the gate rejected the last draft the template allows."""
+    checks = ", ".join(sorted({p.check for p in problems}))
+    return f"drafting attempts exhausted ({attempt}); the pre-persistence gate rejected the last draft: {checks}"
 
 
 def check(report: Report, spec: Spec) -> list[Violation]:

@@ -161,11 +161,18 @@ def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
     if name == "model_call":
         t = p.get("totals") or {}
         cost = f", ${p['cost_usd']:.4f}" if p.get("cost_usd") is not None else ""
+        if p.get("error"):
+            return (
+                f"{p.get('role')} call to {p.get('model')} {p['error']} after {p.get('ms')} ms "
+                f"(run: {t.get('calls')} calls, {t.get('failed', 0)} failed)",
+                "failure",
+            )
+        cut = " — cut off at the token cap" if p.get("finish_reason") == "length" else ""
         return (
             f"{p.get('role')} call to {p.get('model')}: {p.get('prompt_tokens')} prompt + "
             f"{p.get('completion_tokens')} completion tokens in {p.get('ms')} ms{cost} "
-            f"(run: {t.get('calls')} calls, {t.get('prompt_tokens')} + {t.get('completion_tokens')} tokens)",
-            "info",
+            f"(run: {t.get('calls')} calls, {t.get('prompt_tokens')} + {t.get('completion_tokens')} tokens){cut}",
+            "guard" if cut else "info",
         )
     if name == "complete":
         return f"outcome {p.get('outcome')} (artifact v{p.get('version')})", "done"

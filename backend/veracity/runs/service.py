@@ -372,8 +372,9 @@ class RunService:
         first_event_ms: float,
     ) -> None:
         """Outside the graph: the floor replaces anything not shippable, then the pre-persistence gate. A gate
-        rejection of a draft re-enters at ``compose`` told what the gate found; a rejected floor is retried as
-        the bare note; the third rejection ends the run with ``store_artifact_loop_abort``."""
+        rejection of a draft re-enters at ``compose`` told what the gate found while the template's drafting
+        attempts last (every draft counts against them), and falls to the floor after; a rejected floor is retried
+        as the bare note; the third rejection ends the run with ``store_artifact_loop_abort``."""
         rejections = 0
         bare_floor = False
         while True:
@@ -407,11 +408,14 @@ class RunService:
                 )
                 await self._fail(run_id, gate.LOOP_ABORT, detail=detail)
                 return
-            if report.outcome == "shipped":
+            if report.outcome == "shipped" and gate.may_redraft(spec, attempt):
                 state = await self.redraft_graph.ainvoke(
-                    {**state, "violations": problems, "attempt_base": attempt},
+                    {**state, "violations": problems},
                     context=context,  # type: ignore[call-overload]
                 )
+            elif report.outcome == "shipped":
+                # The template's drafting attempts are spent (every draft counts, the gate's included): the floor.
+                state = {**state, "decision": "fail_safe", "decision_reason": gate.exhausted_reason(attempt, problems)}
             else:
                 bare_floor = True
         await self.audit(
@@ -473,6 +477,7 @@ class RunService:
             + (" (the evidence digest was withheld: the gate rejected it)" if bare_floor else ""),
             outcome="handoff" if decision == "handoff" and not bare_floor else "fallback",
             needs_human_reason=state.get("needs_human_reason"),
+            language=state.get("language"),
         )
 
     async def _store(self, run_id: str, candidate: Report) -> None:

@@ -61,7 +61,12 @@ class Budgets(Strict):
         default=40_000, ge=0, description="Completion tokens one run may receive (0 = no limit)."
     )
     wall_seconds: float = Field(
-        default=600.0, ge=0, description="Wall time for a run's model calls, from its start (0 = no limit)."
+        default=1800.0,
+        ge=0,
+        description=(
+            "Wall time for a run's model calls, from its start (0 = no limit). The default leaves a 70B model on "
+            "local hardware room for two drafts with their judge and reviewer calls."
+        ),
     )
 
 
@@ -167,6 +172,13 @@ class QaPolicy(Strict):
     min_confidence: float = Field(
         default=0.0, ge=0.0, le=1.0, description="Below this confidence the outcome is `handoff` to a human."
     )
+    ship_partial: bool = Field(
+        default=False,
+        description=(
+            "A claim the judge labels `partial` ships with that label shown instead of handing the answer off: the "
+            "confidence threshold counts it as supported (the reported confidence does not)."
+        ),
+    )
 
 
 class RelevancePolicy(Strict):
@@ -185,11 +197,55 @@ class DefaultSource(Strict):
     corpus: str = "wiki"
 
 
-class Script(Strict):
-    """Recorded raw model outputs replayed in call order, per role (``{E1}``… name the run's evidence ids)."""
+class ScriptStep(Strict):
+    """One answer of the scripted OpenAI-compatible server (``veracity.testing.scripted_openai``), for cases that
+    run ``via: openai``."""
 
-    composer: list[str] = Field(default_factory=list)
-    reviewer: list[str] = Field(default_factory=list)
+    content: str = ""
+    match: str | None = Field(
+        default=None, description="Answer only a request whose claim or question contains these words."
+    )
+    finish_reason: Literal["stop", "length"] = Field(
+        default="stop", description="`length`: the answer stopped at the token cap (a cut-off draft)."
+    )
+    reasoning: str | None = Field(default=None, description="The server's separate reasoning field.")
+    status: int | None = Field(default=None, ge=400, le=599, description="Fail with this HTTP status instead.")
+    stall: float | None = Field(default=None, ge=0, le=60, description="Seconds to wait before answering.")
+
+
+class Script(Strict):
+    """Recorded raw model outputs replayed in call order, per role (``{E1}``… name the run's evidence ids).
+
+    ``via: replay`` (the default) hands the composer's and reviewer's texts straight to the parsers. ``via:
+    openai`` serves every role's steps from the scripted OpenAI-compatible server on 127.0.0.1 to the real
+    model-backed composer, judge and reviewer through the ``openai`` client — prompts, token caps, finish
+    reasons, the judge's quote lookup, retries and usage records all as with a live model (``{E1}``, ``{Q1}``,
+    ``{E:words}`` then name what the prompt listed). Without ``judge`` steps the offline judge labels the claims."""
+
+    via: Literal["replay", "openai"] = "replay"
+    composer: list[str | ScriptStep] = Field(default_factory=list)
+    reviewer: list[str | ScriptStep] = Field(default_factory=list)
+    judge: list[str | ScriptStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _replayable(self) -> Script:
+        if self.via == "replay":
+            if self.judge:
+                raise ValueError("judge steps need `via: openai` (the model judge answers them)")
+            if any(not isinstance(step, str) for step in self.composer + self.reviewer):
+                raise ValueError("steps with options (match, finish_reason…) need `via: openai`")
+        return self
+
+    def texts(self, role: Literal["composer", "reviewer"]) -> list[str]:
+        """A role's replayed texts (``via: replay``)."""
+        return [step for step in getattr(self, role) if isinstance(step, str)]
+
+    def steps(self, role: Literal["composer", "reviewer", "judge"]) -> list[dict[str, object]]:
+        """A role's steps as the scripted server plays them (``via: openai``)."""
+        return [
+            {"content": step} if isinstance(step, str) else step.model_dump(exclude_none=True)
+            for step in getattr(self, role)
+        ]
 
 
 class EvalCase(Strict):
@@ -206,6 +262,9 @@ class EvalCase(Strict):
     )
     forbid_shipped: list[str] = Field(
         default_factory=list, description="Phrases no shipped claim may contain (homonyms, off-topic text)."
+    )
+    expect_labels: list[Literal["supported", "partial"]] = Field(
+        default_factory=list, description="Labels each of which some shipped claim must carry."
     )
     expect_statuses: dict[str, str] = Field(
         default_factory=dict, description="Section id → the status it must end with (supported, thin_evidence…)."

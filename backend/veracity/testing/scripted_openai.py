@@ -12,10 +12,17 @@ A step is a dict:
   ``"retry_after_ms"`` adds that header.
 - ``{"stall": 5.0, "content": "..."}`` — wait, then answer (a timeout when the client gives up first).
 - ``{"judge": "echo"}`` — a grounding judge that quotes the claim back as supported (for end-to-end runs).
+- ``"finish_reason": "length"`` on a step — the answer stopped at ``max_tokens`` (a real server's cut-off draft);
+  ``"reasoning": "..."`` — the server's separate reasoning field (``reasoning_content``), as reasoning servers send.
+- ``"match": "some words"`` on a step — the step only answers a request whose user message's first paragraph (the
+  claim a judge is asked about, the question a composer is given) contains those words, case-insensitively: calls
+  sent at once (the judge's) arrive in any order, so a script keyed by claim stays deterministic.
 
-The script under ``"*"`` answers models that have none of their own. ``reject_json_schema`` plays a server without
-structured outputs (a ``json_schema`` response format gets a 400). ``requests`` records every request body (model,
-messages, response_format, temperature, max_tokens).
+Steps are taken in order, each once, among those that match the request; when every matching step has been used,
+the last one repeats. The script under ``"*"`` answers models that have none of their own. ``reject_json_schema``
+plays a server without structured outputs (a ``json_schema`` response format gets a 400). ``requests`` records
+every request body (model, messages, response_format, temperature, max_tokens); ``max_in_flight`` the most
+requests answered at once.
 """
 
 from __future__ import annotations
@@ -80,6 +87,10 @@ class ScriptedOpenAI(FixtureSite):
         self.scripts: dict[str, list[dict[str, Any]]] = dict(scripts or {})
         self.requests: list[dict[str, Any]] = []
         self.calls: dict[str, int] = {}
+        self.used: dict[str, set[int]] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """The most requests being answered at once (calls sent concurrently, e.g. the judge's)."""
         self.reject_json_schema = False
         app = Starlette(
             routes=[
@@ -98,16 +109,37 @@ class ScriptedOpenAI(FixtureSite):
         """Start over with these scripts: call counts and recorded requests cleared."""
         self.scripts = dict(scripts)
         self.calls.clear()
+        self.used.clear()
         self.requests.clear()
+        self.max_in_flight = 0
         self.reject_json_schema = reject_json_schema
 
     def requests_for(self, model: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("model") == model]
 
+    def _next_step(self, key: str, steps: list[dict[str, Any]], prompt: str) -> dict[str, Any] | None:
+        """The first unused step that matches the request, else the last matching one again."""
+        head = prompt.strip().split("\n\n", 1)[0].lower()
+        matching = [i for i, step in enumerate(steps) if str(step.get("match", "")).lower() in head]
+        if not matching:
+            return None
+        used = self.used.setdefault(key, set())
+        index = next((i for i in matching if i not in used), matching[-1])
+        used.add(index)
+        return steps[index]
+
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in self.scripts]})
 
     async def _chat(self, request: Request) -> Response:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
         model = str(body.get("model", ""))
@@ -117,26 +149,28 @@ class ScriptedOpenAI(FixtureSite):
         steps = self.scripts.get(key)
         if not steps:
             return _error(404, f"no script for model {model}")
-        n = self.calls.get(key, 0)
-        self.calls[key] = n + 1
-        step = steps[min(n, len(steps) - 1)]
+        self.calls[key] = self.calls.get(key, 0) + 1
+        prompt = _user_text(body)
+        step = self._next_step(key, steps, prompt)
+        if step is None:
+            return _error(404, f"no step of the script for model {model} matches this request")
         if "status" in step:
             ms = step.get("retry_after_ms")
             return _error(int(step["status"]), f"scripted HTTP {step['status']}", ms)
         if "stall" in step:
             await self.pause(float(step["stall"]))
-        prompt = _user_text(body)
         content = _echo_judgement(prompt) if step.get("judge") == "echo" else substitute(str(step["content"]), prompt)
         words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if step.get("reasoning"):
+            message["reasoning_content"] = str(step["reasoning"])
         return JSONResponse(
             {
                 "id": f"chatcmpl-{len(self.requests)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                ],
+                "choices": [{"index": 0, "message": message, "finish_reason": str(step.get("finish_reason", "stop"))}],
                 "usage": {
                     "prompt_tokens": words,
                     "completion_tokens": len(content.split()),

@@ -1,8 +1,9 @@
 """``compose``: the composer (extractive offline, or a model) turns per-section evidence into an anchored draft.
 
 On a retry it is told the last attempt's violations — which claim, which check, why (the informed retry).
-Output that does not parse is recorded as a violation for ``verify`` to pass on; a model error or timeout is
-recorded as a failure and ``decide`` sends the run to the floor.
+Output that does not parse (``malformed_output``) or was cut at the token cap (``truncated``) is recorded as a
+violation for ``verify`` to pass on; a model error or timeout is recorded as a failure and ``decide`` sends the run
+to the floor.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.compose.base import ComposeRequest, MalformedOutput, ModelError, feedback_lines
+from veracity.compose.base import ComposeRequest, MalformedOutput, ModelError, TruncatedOutput, feedback_lines
 from veracity.domain import Draft, SectionDraft, Violation
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
@@ -38,10 +39,11 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         composed = await ctx.composer.compose(request)
     except MalformedOutput as exc:
+        # A draft cut at the token cap is its own check (the retry is told to write less), even when what was
+        # written before the cut happens to parse.
+        check = "truncated" if isinstance(exc, TruncatedOutput) else "malformed_output"
         composed = Draft(raw=exc.raw, sections=[SectionDraft(id=s.id, title=s.title) for s in ctx.spec.sections])
-        malformed = [
-            Violation(check="malformed_output", layer="compose", detail="; ".join(exc.problems)[:500]),
-        ]
+        malformed = [Violation(check=check, layer="compose", detail="; ".join(exc.problems)[:500])]
     except ModelError as exc:
         composed = Draft(raw="", sections=[SectionDraft(id=s.id, title=s.title) for s in ctx.spec.sections])
         failure = f"the composer model failed: {exc}"
@@ -56,6 +58,7 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
             "claims": claims,
             "refine": composed.refine,
             "malformed": [v.detail for v in malformed],
+            "truncated": any(v.check == "truncated" for v in malformed),
             "failure": failure,
         },
     )

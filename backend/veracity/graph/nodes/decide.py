@@ -12,6 +12,7 @@ from veracity import messages
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
+from veracity.guards.status import confidence
 from veracity.runs.gate import missing_required, supported_shortfall
 
 
@@ -29,7 +30,7 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
         return "fail_safe", no_evidence_reason(state), None
     if state["verdict"] == "revise":
         checks = ", ".join(sorted({v.check for v in violations})) or "reviewer concerns"
-        if attempt - state.get("attempt_base", 0) < spec.budgets.drafting_attempts:
+        if attempt < spec.budgets.drafting_attempts:  # every draft counts, the gate's redrafts included
             return "revise", f"attempt {attempt} failed: {checks}", None
         return "fail_safe", f"drafting attempts exhausted ({attempt}) with failed checks: {checks}", None
     if not any(s.claims for s in draft):
@@ -48,12 +49,28 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
     composed = state.get("composed")
     if composed is not None and composed.needs_human:
         return "handoff", "the composer asked for a human", "the composer set needs_human"
-    if state.get("confidence", 0.0) < spec.qa_policy.min_confidence:
-        why = (
-            f"confidence {state.get('confidence', 0.0):.2f} is below the template's {spec.qa_policy.min_confidence:.2f}"
-        )
+    judged = handoff_confidence(state, ctx)
+    if judged < spec.qa_policy.min_confidence:
+        why = f"confidence {judged:.2f} is below the template's {spec.qa_policy.min_confidence:.2f}"
         return "handoff", why, why
+    partial = sum(1 for s in draft for c in s.claims if c.label == "partial")
+    if partial and spec.qa_policy.ship_partial:
+        return (
+            "ship",
+            f"every claim is anchored and within policy; {partial} partial claim(s) ship labelled partial",
+            None,
+        )
     return "ship", "every claim is anchored, grounded and within policy", None
+
+
+def handoff_confidence(state: RunState, ctx: Context) -> float:
+    """The confidence the qa policy's threshold reads: the run's, or — when the template ships partial claims with
+    their label — the same with a partial claim counted as supported (its label, not a handoff, tells the reader)."""
+    if not ctx.spec.qa_policy.ship_partial:
+        return float(state.get("confidence", 0.0))
+    composed = state.get("composed")
+    stated = composed.confidence if composed is not None else None
+    return confidence(ctx.spec, state["draft"], stated, partial_weight=1.0)
 
 
 def no_evidence_reason(state: RunState) -> str:

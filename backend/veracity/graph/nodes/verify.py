@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.compose.base import MalformedOutput, ModelError, ReviewRequest
+from veracity.compose.base import MalformedOutput, ModelError, Reviewer, ReviewRequest
 from veracity.domain import Draft, ReviewVerdict, SectionDraft, Violation
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
@@ -27,6 +27,18 @@ from veracity.guards.supervisor import answer_language, supervisor_violations
 from veracity.runs.report import render_draft
 
 PHRASE_CHECKS = frozenset({"advice_phrase", "echoed_personal_phrase", "forbidden_pattern"})
+
+
+async def reviewed(reviewer: Reviewer, request: ReviewRequest) -> ReviewVerdict:
+    """The reviewer's verdict; an answer that cannot be read costs that review one retry, told what was wrong."""
+    try:
+        return await reviewer.review(request)
+    except MalformedOutput as first:
+        again = getattr(reviewer, "review_again", None)
+        if again is None:
+            return await reviewer.review(request)
+        verdict: ReviewVerdict = await again(request, first.problems)
+        return verdict
 
 
 def _summary(violations: list[Violation]) -> dict[str, Any]:
@@ -97,13 +109,15 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         request = ReviewRequest(
             spec=spec, question=state["question"], draft_text=render_draft(draft), violations=violations
         )
-        review = await RuleReviewer().review(request)
+        review = await RuleReviewer(evidence, ctx.screener).review(request)
         if review.verdict == "ok" and ctx.reviewer is not None:
             try:
-                review = await ctx.reviewer.review(request)
+                review = await reviewed(ctx.reviewer, request)
             except (MalformedOutput, ModelError) as exc:
-                # Seed 003: a reviewer that does not return its schema is a failure, and failures go to the floor.
-                failure = f"the reviewer's output was malformed: {str(exc)[:300] or 'no output'}"
+                # Seed 003: a reviewer that does not return its schema (after one informed retry) is a failure,
+                # and failures go to the floor.
+                again = " twice" if isinstance(exc, MalformedOutput) else ""
+                failure = f"the reviewer's output was malformed{again}: {str(exc)[:300] or 'no output'}"
                 violations = violations + [Violation(check="reviewer_malformed", layer="reviewer", detail=failure)]
                 review = ReviewVerdict(
                     verdict="revise", reason="the reviewer's output was malformed", concerns=[failure]
