@@ -88,6 +88,7 @@ async def run(env: dict[str, Any], template: str, question: str, *, graph: Any =
         settings=env["settings"],
         graph=graph or build_graph(),
         search=env["search"],
+        semantics=process_semantics(),  # as a served run has: the learned screen reads the question's meaning
     )
     run_id = await service.start(question=question, template=template, providers=Providers(**providers))
     await service.wait(run_id)
