@@ -279,3 +279,14 @@ def test_evaluate_wice_on_a_tiny_file(tmp_path: Path) -> None:
     assert result["evidence_coverage"] == 0.5
     table = format_wice(result)
     assert "macro-F1=1.000" in table and "gold \\ judged" in table
+
+
+def test_a_negation_in_another_clause_of_the_source_sentence_does_not_contradict_a_verbatim_claim() -> None:
+    text = "Cancelling a subscription does not issue a refund automatically; refunds follow the rules in KB-101."
+    judge = LexicalJudge()
+    whole = judge.judge_sync(text, [Source("kb", text)])
+    assert whole.label == "supported", whole.reason
+    second = judge.judge_sync("Refunds follow the rules in KB-101.", [Source("kb", text)])
+    assert second.label == "supported", second.reason
+    flipped = judge.judge_sync("Cancelling a subscription issues a refund automatically.", [Source("kb", text)])
+    assert flipped.label == "unsupported" and "negates" in flipped.reason

@@ -57,6 +57,16 @@ def _split_source(text: str) -> list[tuple[int, int, list[Token]]]:
     return [(s, e, tokens_of(text[s:e])) for s, e in sentence_spans(text)]
 
 
+def _matching_part(sentence: SourceSentence, targets: set[str]) -> list[Token]:
+    """The tokens of the source sentence's clause that shares most of ``targets``: a sentence is cut into clauses
+    as a claim is, so a negation in one clause ("X does not issue a refund; refunds follow Y") does not scope over
+    the fact another clause states."""
+    parts = [part.tokens for part in clauses(sentence.text)]
+    if len(parts) < 2:
+        return sentence.tokens
+    return max(parts, key=lambda tokens: len({key for key, _ in tokens} & targets))
+
+
 def source_sentences(sources: list[Source]) -> list[SourceSentence]:
     out: list[SourceSentence] = []
     for source in sources:
@@ -244,7 +254,7 @@ def _judge_clause(
                 return _contradicted(result, context, "number")
         targets = {k for k in sentence.keys if matches.get(k, set()) & terms}
         claim_neg = negated(clause.tokens, terms)
-        if claim_neg != negated(sentence.tokens, targets):
+        if claim_neg != negated(_matching_part(sentence, targets), targets):
             if claim_neg:
                 result.reason = "the claim is negated but the matching source sentence is not"
                 return _contradicted(result, context, "negation_added")
