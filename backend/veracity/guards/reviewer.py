@@ -63,7 +63,7 @@ class RuleReviewer:
         read = [("the question", request.question)]
         read += [("the answer's own words", words) for words in answer_voice(request.draft_text, self._quotes)]
         for where, text in read:
-            decision = screen(text, policy, self._screener)
+            decision = screen(text, policy, self._screener, explain=False)
             if decision.route == "crisis":
                 return ReviewVerdict(
                     verdict="crisis",

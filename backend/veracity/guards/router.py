@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-from veracity.guards.cues import normalise
+from veracity.guards.cues import SHOWN, normalise
 from veracity.guards.screen_model import ADVICE, CRISIS, Example, LearnedScreen, ScreenScore, learned_screen
-from veracity.semantic.model import SemanticModel, process_semantics
+from veracity.semantic.model import process_semantics
 from veracity.specs.models import Policy
 
 Route = Literal["proceed", "escalate", "crisis"]
@@ -162,17 +162,11 @@ def default_screener() -> LearnedScreen:
     return learned_screen(process_semantics().model)
 
 
-def screener_for(semantic: SemanticModel | None) -> LearnedScreen:
-    return learned_screen(semantic)
-
-
 def _label(domain: str) -> str:
     return domain.replace("_", " ")
 
 
 def _cue_hits(score: ScreenScore) -> list[str]:
-    from veracity.guards.cues import SHOWN
-
     return [hit for name, hit in score.cues.items() if name in SHOWN]
 
 
@@ -189,9 +183,10 @@ def _rounded(score: ScreenScore) -> dict[str, float]:
     return {k: round(v, 4) for k, v in score.probabilities.items()}
 
 
-def screen(text: str, policy: Policy, screener: LearnedScreen | None = None) -> RouteDecision:
+def screen(text: str, policy: Policy, screener: LearnedScreen | None = None, *, explain: bool = True) -> RouteDecision:
     """Route one incoming message: crisis phrases, the learned crisis model, escalation phrases, the learned
-    advice models. ``screener`` defaults to the process's learned screen."""
+    advice models. ``screener`` defaults to the process's learned screen; ``explain=False`` skips the nearest
+    training examples (for callers that read only the route)."""
     text = normalise(text)
     if not text:
         return RouteDecision("proceed", "empty message", [], "none", 0.0)
@@ -202,7 +197,7 @@ def screen(text: str, policy: Policy, screener: LearnedScreen | None = None) -> 
         return RouteDecision(
             "crisis", f"crisis phrase matched: {crisis_hits[0]!r}", crisis_hits, "pattern", 1.0, CRISIS
         )
-    score = (screener or default_screener()).score(text)
+    score = (screener or default_screener()).score(text, explain=explain)
     escalation_hits = _hits(compiled.escalation, compiled.escalation_any, low)
     if score.fired(CRISIS):
         extra = f"; escalation phrase also matched: {escalation_hits[0]!r}" if escalation_hits else ""

@@ -31,9 +31,11 @@ import numpy as np
 
 from veracity.guards.cues import normalise
 from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES, MAX_SENTENCES, feature_rows
+from veracity.semantic.logistic import auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, load_semantics
 from veracity.text import sentence_spans
 
+Fitted = tuple[np.ndarray, float, np.ndarray, np.ndarray]
 FOLDS = 5
 L2_GRID = (0.01, 0.1, 1.0)
 BETA = {CRISIS: 2.0, **{d: 1.0 for d in ADVICE}}
@@ -62,40 +64,6 @@ def read_material(folder: Path) -> list[dict[str, str]]:
             seen.add(text.lower())
             rows.append({"text": text, "label": row["label"], "kind": row.get("kind", ""), "file": path.name})
     return rows
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> dict[str, Any]:
-    mean, std = x.mean(axis=0), x.std(axis=0)
-    scale = np.where(std > 1e-6, std, 1.0)  # a feature constant in training carries no weight, not a huge one
-    z = np.column_stack([(x - mean) / scale, np.ones(len(x))])
-    w = np.zeros(z.shape[1])
-    penalty = np.r_[np.full(z.shape[1] - 1, l2), 0.0]
-    for _ in range(60):
-        p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
-        grad = z.T @ (p - y) / len(y) + penalty * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z / len(y) + np.diag(penalty)
-        step = np.linalg.solve(hess + 1e-9 * np.eye(len(w)), grad)
-        w -= step
-        if np.abs(step).max() < 1e-7:
-            break
-    return {"weights": w[:-1], "bias": float(w[-1]), "mean": mean, "scale": scale}
-
-
-def predict(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
-    z = ((x - model["mean"]) / model["scale"]) @ model["weights"] + model["bias"]
-    return np.asarray(1 / (1 + np.exp(-np.clip(z, -30, 30))))
-
-
-def auc(y: np.ndarray, p: np.ndarray) -> float:
-    order = np.argsort(p, kind="stable")
-    ranks = np.empty(len(p))
-    ranks[order] = np.arange(1, len(p) + 1)
-    for value in np.unique(p):  # ties share their mean rank
-        tied = p == value
-        ranks[tied] = ranks[tied].mean()
-    pos = y == 1
-    n_pos, n_neg = pos.sum(), (~pos).sum()
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / max(1, n_pos * n_neg))
 
 
 def at(y: np.ndarray, p: np.ndarray, t: float, beta: float) -> dict[str, float]:
@@ -162,15 +130,15 @@ class Material:
             target = np.r_[target, np.zeros(int(extra.sum()))]
         return x, target
 
-    def score(self, name: str, model: dict[str, Any], rows: np.ndarray, by_sentence: bool = True) -> np.ndarray:
+    def score(self, name: str, model: Fitted, rows: np.ndarray, by_sentence: bool = True) -> np.ndarray:
         """Probabilities of the given rows; crisis, when ``by_sentence``, the max over the message and its
         sentences."""
-        p = predict(model, self.x[rows])
+        p = predict(self.x[rows], *model)
         if name == CRISIS and by_sentence and len(self.sentence_owner):
             by_row = {int(r): k for k, r in enumerate(rows)}
             mine = np.isin(self.sentence_owner, rows)
             if mine.any():
-                sentence_p = predict(model, self.sentence_x[mine])
+                sentence_p = predict(self.sentence_x[mine], *model)
                 for owner, value in zip(self.sentence_owner[mine], sentence_p, strict=True):
                     k = by_row[int(owner)]
                     p[k] = max(p[k], value)
@@ -206,13 +174,13 @@ def fit_mode(material: Material, names: tuple[str, ...]) -> dict[str, Any]:
             t_s = best_threshold(y, p_s, BETA[name])
             if at(y, p_s, t_s, BETA[name])["f2"] > at(y, p, threshold, BETA[name])["f2"]:
                 p, threshold, by_sentence = p_s, t_s, True
-        model = fit_logistic(*material.training_set(name, np.arange(len(material.rows))), l2)
+        weights, bias, mean, scale = fit_logistic(*material.training_set(name, np.arange(len(material.rows))), l2)
         heads[name] = {
             "by_sentence": by_sentence,
-            "weights": [round(float(v), 6) for v in model["weights"]],
-            "bias": round(model["bias"], 6),
-            "mean": [round(float(v), 6) for v in model["mean"]],
-            "scale": [round(float(v), 6) for v in model["scale"]],
+            "weights": [round(float(v), 6) for v in weights],
+            "bias": round(bias, 6),
+            "mean": [round(float(v), 6) for v in mean],
+            "scale": [round(float(v), 6) for v in scale],
             "threshold": threshold,
             "l2": l2,
         }
@@ -236,7 +204,7 @@ def route_figures(material: Material, oof: dict[str, np.ndarray], heads: dict[st
             routes.append("proceed")
     want = {"crisis": "crisis", "none": "proceed", **{d: "escalate" for d in ADVICE}}
     by_label: dict[str, Counter[str]] = defaultdict(Counter)
-    by_kind: dict[str, Counter[str]] = defaultdict(Counter)
+    by_kind: dict[str, Counter[bool]] = defaultdict(Counter)
     for row, route in zip(material.rows, routes, strict=True):
         by_label[row["label"]][route] += 1
         by_kind[f"{row['label']}/{row['kind']}"][route == want[row["label"]]] += 1
@@ -271,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} messages: {dict(sorted(counts.items()))}", file=sys.stderr)
     semantic = Material(rows, semantics.model)
     lexical = Material(rows, None)
-    fitted = {
+    fitted: dict[str, Any] = {
         "model": semantics.model.id,
         "fitted": datetime.now(UTC).date().isoformat(),
         "split": f"{FOLDS} folds by int(sha256(lower-cased text), 16) % {FOLDS} (veracity.guards.screen_fit.fold_of)",

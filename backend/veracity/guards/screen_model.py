@@ -21,7 +21,6 @@ lexical models (cues and domain terms only, fitted on the same material) decide,
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
+from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel
 from veracity.text import sentence_spans
 
@@ -77,40 +77,34 @@ def lexical_features(text: str) -> tuple[np.ndarray, dict[str, str]]:
     return np.asarray(row, dtype=np.float32), cues
 
 
-def feature_rows(texts: list[str], semantic: SemanticModel | None) -> np.ndarray:
-    """One row per normalised text: [embedding, lexical features] with the model, lexical features without."""
-    lexical = np.stack([lexical_features(t)[0] for t in texts]) if texts else np.zeros((0, len(LEXICAL_FEATURES)))
+def feature_rows(
+    texts: list[str], semantic: SemanticModel | None, lexical: list[np.ndarray] | None = None
+) -> np.ndarray:
+    """One row per normalised text: [embedding, lexical features] with the model, lexical features without.
+    ``lexical`` holds rows already computed for the first texts."""
+    known = lexical or []
+    rows = known + [lexical_features(t)[0] for t in texts[len(known) :]]
+    matrix = np.stack(rows) if rows else np.zeros((0, len(LEXICAL_FEATURES)))
     if semantic is None:
-        return lexical
-    return np.hstack([semantic.encode(texts), lexical])
+        return matrix
+    return np.hstack([semantic.encode(texts), matrix])
 
 
 @dataclass(frozen=True)
 class Head:
-    """One class's logistic model on standardised features."""
+    """One class's fitted model (``features`` names the embedding as one entry for its 384 columns)."""
 
-    weights: np.ndarray
-    bias: float
-    mean: np.ndarray
-    scale: np.ndarray
-    threshold: float
+    model: LogisticModel
     by_sentence: bool = False
     """Crisis only: also score each sentence of the message and keep the highest (chosen at fitting)."""
 
-    def probability(self, rows: np.ndarray) -> np.ndarray:
-        z = ((rows - self.mean) / self.scale) @ self.weights + self.bias
-        return 1 / (1 + np.exp(-np.clip(z, -30, 30)))
+    @property
+    def threshold(self) -> float:
+        return self.model.threshold
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Head:
-        return cls(
-            np.asarray(data["weights"], dtype=np.float64),
-            float(data["bias"]),
-            np.asarray(data["mean"], dtype=np.float64),
-            np.asarray(data["scale"], dtype=np.float64),
-            float(data["threshold"]),
-            bool(data.get("by_sentence", False)),
-        )
+    def from_fit(cls, data: dict[str, Any], features: tuple[str, ...]) -> Head:
+        return cls(LogisticModel.from_dict(data, features), bool(data.get("by_sentence", False)))
 
 
 @dataclass(frozen=True)
@@ -151,25 +145,27 @@ class LearnedScreen:
         self.examples = examples
         self.mode = "semantic" if semantic is not None else "lexical"
 
-    def score(self, text: str) -> ScreenScore:
+    def score(self, text: str, *, explain: bool = True) -> ScreenScore:
+        """Every class's probability for one message; ``explain`` adds the nearest training examples."""
         text = normalise(text)
         sentences = [text[s:e] for s, e in sentence_spans(text)][:MAX_SENTENCES]
-        by_sentence = self.heads[CRISIS].by_sentence and len(sentences) > 1
-        pieces = [text] + ([s for s in sentences if s != text] if by_sentence else [])
-        rows = feature_rows(pieces, self.semantic)
-        probabilities = {name: float(head.probability(rows[:1])[0]) for name, head in self.heads.items()}
+        pieces = [text]
+        if self.heads[CRISIS].by_sentence and len(sentences) > 1:
+            pieces += [s for s in sentences if s != text]
+        whole, cues = lexical_features(text)
+        rows = feature_rows(pieces, self.semantic, [whole])
+        probabilities = {name: float(head.model.probability(rows[:1])[0]) for name, head in self.heads.items()}
         sentence = None
         if len(pieces) > 1:
-            by_sentence = self.heads[CRISIS].probability(rows[1:])
+            by_sentence = self.heads[CRISIS].model.probability(rows[1:])
             best = int(np.argmax(by_sentence))
             if by_sentence[best] > probabilities[CRISIS]:
                 probabilities[CRISIS], sentence = float(by_sentence[best]), pieces[1 + best]
-        nearest = self._nearest(rows[0]) if self.examples is not None and self.semantic is not None else []
         return ScreenScore(
             probabilities=probabilities,
             thresholds={name: head.threshold for name, head in self.heads.items()},
-            cues=lexical_features(text)[1],
-            nearest=nearest,
+            cues=cues,
+            nearest=self._nearest(rows[0]) if explain and self.examples is not None else [],
             sentence=sentence,
             mode=self.mode,
         )
@@ -182,19 +178,10 @@ class LearnedScreen:
         return [Example(labels[i], texts[i], round(float(similarity[i]), 3)) for i in order]
 
 
-def _data(name: str) -> Any:
-    return resources.files("veracity.guards").joinpath("data", name)
-
-
 @cache
-def _fitted() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_data("screen.json").read_text(encoding="utf-8"))
-    return data
-
-
-@cache
-def _examples() -> tuple[np.ndarray, list[str], list[str]] | None:
-    with _data("screen_examples.npz").open("rb") as handle:
+def _examples() -> tuple[np.ndarray, list[str], list[str]]:
+    """The training messages' vectors, labels and texts (for ``nearest``)."""
+    with resources.files("veracity.guards").joinpath("data", "screen_examples.npz").open("rb") as handle:
         archive = np.load(handle, allow_pickle=False)
         return (
             archive["vectors"].astype(np.float32),
@@ -203,16 +190,17 @@ def _examples() -> tuple[np.ndarray, list[str], list[str]] | None:
         )
 
 
+def _fitted() -> dict[str, Any]:
+    return load_fit("veracity.guards", "screen.json")
+
+
 @cache
-def _learned(semantic: SemanticModel | None) -> LearnedScreen:
-    fitted = _fitted()["semantic" if semantic is not None else "lexical"]
-    heads = {name: Head.from_json(fitted["heads"][name]) for name in CLASSES}
-    return LearnedScreen(heads, semantic, _examples() if semantic is not None else None)
-
-
 def learned_screen(semantic: SemanticModel | None) -> LearnedScreen:
     """The screen for this process's semantic model (or the lexical one), loaded once."""
-    return _learned(semantic)
+    fitted = _fitted()["semantic" if semantic is not None else "lexical"]
+    features = tuple(fitted["features"])
+    heads = {name: Head.from_fit(fitted["heads"][name], features) for name in CLASSES}
+    return LearnedScreen(heads, semantic, _examples() if semantic is not None else None)
 
 
 def fitted_summary() -> dict[str, Any]:

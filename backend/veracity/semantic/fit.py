@@ -11,10 +11,10 @@ Training material, and nothing else:
   the purpose, candidates from the project's search over the Wikipedia corpus, labels 0/1/2 by hand; label ≥ 1
   is a positive), when given. They reference the corpus by offsets; the text is read from the database.
 
-A logistic regression (standardised features, L2 0.01, Newton's method) is fitted for the semantic features and
-for the lexical ones. Figures are 5-fold cross-validated with questions kept whole inside a fold. The default
-cut-off is the one with the best F0.5 (precision weighs twice recall: shipping an off-topic sentence is worse
-than leaving one out) on the out-of-fold predictions.
+A logistic regression (``semantic.logistic.fit_logistic``: standardised features, L2 0.01, Newton's method) is
+fitted for the semantic features and for the lexical ones. Figures are 5-fold cross-validated with questions kept
+whole inside a fold. The default cut-off is the one with the best F0.5 (precision weighs twice recall: shipping an
+off-topic sentence is worse than leaving one out) on the out-of-fold predictions.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np
 from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.memindex import MemoryIndex
+from veracity.semantic.logistic import auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
 from veracity.semantic.relevance import Candidate, features
 from veracity.text import sentence_spans
@@ -119,36 +120,6 @@ def wiki_rows(
     return [(f"wiki:{qid}", q, c, lab) for qid, (q, c, lab) in grouped.items()]
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """Weights, bias, mean, scale of an L2-regularised logistic regression on standardised ``x``."""
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-    z = np.column_stack([(x - mean) / scale, np.ones(len(x))])
-    w = np.zeros(z.shape[1])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
-        penalty = np.r_[np.full(z.shape[1] - 1, L2), 0.0]
-        grad = z.T @ (p - y) / len(y) + penalty * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z / len(y) + np.diag(penalty)
-        step = np.linalg.solve(hess + 1e-9 * np.eye(len(w)), grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w[:-1], float(w[-1]), mean, scale
-
-
-def predict(x: np.ndarray, w: np.ndarray, b: float, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-np.clip(((x - mean) / scale) @ w + b, -30, 30)))
-
-
-def auc(y: np.ndarray, p: np.ndarray) -> float:
-    order = np.argsort(p)
-    ranks = np.empty(len(p))
-    ranks[order] = np.arange(1, len(p) + 1)
-    pos = y == 1
-    n_pos, n_neg = pos.sum(), (~pos).sum()
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / max(1, n_pos * n_neg))
-
-
 def at_threshold(y: np.ndarray, p: np.ndarray, t: float) -> dict[str, float]:
     kept = p >= t
     tp = float((kept & (y == 1)).sum())
@@ -171,11 +142,11 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
     folds = np.array([fold_of[g] for g in groups])
     oof = np.zeros(len(y))
     for k in range(FOLDS):
-        w, b, m, s = fit_logistic(x[folds != k], y[folds != k])
+        w, b, m, s = fit_logistic(x[folds != k], y[folds != k], L2)
         oof[folds == k] = predict(x[folds == k], w, b, m, s)
     grid = [at_threshold(y, oof, t) for t in np.arange(0.05, 0.96, 0.01)]
     best = max(grid, key=lambda r: (r["f0.5"], r["threshold"]))
-    w, b, m, s = fit_logistic(x, y)
+    w, b, m, s = fit_logistic(x, y, L2)
     by_source = {}
     for source in sorted({g.split(":")[0] if ":" in g else "hotpotqa" for g in groups}):
         mask = np.array([(g.split(":")[0] if ":" in g else "hotpotqa") == source for g in groups])

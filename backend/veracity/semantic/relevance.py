@@ -19,16 +19,14 @@ decides, and the product says so.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from veracity.search.memindex import ANALYZER, index_stems
+from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
 from veracity.text import content_terms
 
@@ -90,40 +88,9 @@ def features(
     return np.column_stack([cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead]), SEMANTIC_FEATURES
 
 
-@dataclass(frozen=True)
-class LogisticModel:
-    features: tuple[str, ...]
-    weights: tuple[float, ...]
-    bias: float
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    threshold: float
-    """The default cut-off: the probability above which a sentence is kept (chosen at fitting, see the file)."""
-
-    def probability(self, x: np.ndarray) -> np.ndarray:
-        if len(x) == 0:
-            return np.zeros(0)
-        z = ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LogisticModel:
-        return cls(
-            features=tuple(data["features"]),
-            weights=tuple(data["weights"]),
-            bias=float(data["bias"]),
-            mean=tuple(data["mean"]),
-            scale=tuple(data["scale"]),
-            threshold=float(data["threshold"]),
-        )
-
-
-@cache
 def fitted() -> dict[str, Any]:
     """The shipped fit: ``semantic`` and ``lexical`` models, the split, the sources and the figures."""
-    with resources.files("veracity.semantic").joinpath("data/relevance.json").open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+    return load_fit("veracity.semantic", "relevance.json")
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ from veracity.guards.judge.contract import LABEL_ORDER, Label, Source
 from veracity.guards.judge.learned import claim_label
 from veracity.guards.judge.lexical import LexicalJudge
 from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS, signals
-from veracity.semantic.fit import L2, auc, predict
+from veracity.semantic.fit import L2
+from veracity.semantic.logistic import auc, predict, standardiser
 from veracity.semantic.model import SemanticModel, load_semantics
 
 FOLDS = 5
@@ -207,8 +208,7 @@ def _subset(rows: Rows, keep: np.ndarray) -> tuple[Rows, list[int]]:
 def fit_signed(x: np.ndarray, y: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Weights, bias, mean, scale of an L2-regularised logistic regression on standardised ``x`` whose weights keep
     ``signs`` (1: ≥ 0, -1: ≤ 0, 0: free): cyclic coordinate descent, one clipped Newton step per coordinate."""
-    mean, spread = x.mean(axis=0), x.std(axis=0)
-    scale = np.where(spread > 0, spread, 1.0)  # a signal constant in the material gets no weight, not 1/0
+    mean, scale = standardiser(x)
     z = (x - mean) / scale
     w = np.zeros(z.shape[1])
     b = float(np.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9)))

@@ -17,10 +17,7 @@ says so.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -28,17 +25,14 @@ import numpy as np
 from veracity.guards.judge.contract import Judgement, Label, Source, Span
 from veracity.guards.judge.lexical import Analysis, LexicalJudge, pct, scarce, snippet
 from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, Signals, signals
+from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import Semantics, process_semantics
-from veracity.semantic.relevance import LogisticModel
 from veracity.settings import get_settings
 
 
-@cache
 def fitted() -> dict[str, Any]:
     """The shipped fit: per mode (``semantic``, ``lexical``) the two models, with the split and the figures."""
-    with resources.files("veracity.guards").joinpath("data/judge.json").open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+    return load_fit("veracity.guards", "judge.json")
 
 
 @dataclass(frozen=True)
