@@ -24,7 +24,8 @@ from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import Source
-from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, ModelReviewer, locate
+from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, ModelReviewer
+from veracity.guards.quotes import locate
 from veracity.models.providers import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch

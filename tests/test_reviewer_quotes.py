@@ -17,9 +17,11 @@ from veracity.db import runs_repo
 from veracity.db.corpus_repo import DocumentIn
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Claim, Draft, Evidence, SectionDraft, SourceRef, Violation
+from veracity.guards.judge import Source
+from veracity.guards.quotes import is_quote_of, locate_all
 from veracity.guards.reviewer import RuleReviewer, answer_voice
 from veracity.guards.supervisor import supervisor_violations
-from veracity.guards.voice import addresses_reader, is_quote_of, own_words, reported_speech, spoken
+from veracity.guards.voice import addresses_reader, own_words, reported_speech, spoken
 from veracity.runs.service import RunService
 from veracity.specs.models import Policy
 from veracity.specs.registry import SpecRegistry
@@ -51,6 +53,22 @@ def test_a_claim_is_a_quote_of_its_evidence_whatever_its_case_spacing_quote_mark
     assert not is_quote_of("the tour collapsed … Mara Voss", [TOLD_REPORTERS])  # pieces out of order
     assert not is_quote_of("The singer said the tour's collapse left her suicidal.", [TOLD_REPORTERS])
     assert not is_quote_of(TOLD_REPORTERS, [])
+
+
+@pytest.mark.parametrize(
+    ("claim", "expected"),
+    [
+        ("The council approved the budget . . . road repairs.", True),
+        ("The council approved the budget [. . .] road repairs", True),
+        ("the council, approved the budget", True),
+        ("The council approved the bud", False),  # a quote ends on a word boundary
+        ("The council rejected the budget", False),
+    ],
+)
+def test_the_reviewer_and_the_model_judge_read_a_quote_alike(claim: str, expected: bool) -> None:
+    source = "The council approved the budget on Monday, with 40% set aside for road repairs."
+    assert is_quote_of(claim, [source]) is expected
+    assert bool(locate_all(claim, [Source("s", source)])) is expected
 
 
 @pytest.mark.parametrize(

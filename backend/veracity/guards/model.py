@@ -25,7 +25,8 @@ from pydantic import BaseModel, Field
 from veracity.compose.base import ReviewRequest
 from veracity.compose.parse import parse_as
 from veracity.domain import ReviewVerdict
-from veracity.guards.judge import Judgement, Label, Source, Span
+from veracity.guards.judge import Judgement, Label, Source
+from veracity.guards.quotes import locate_all
 from veracity.guards.reviewer import parse_verdict
 from veracity.models.chat import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_SECONDS, ChatModel
 from veracity.models.chat import client as _client
@@ -96,93 +97,6 @@ class GroundingAnswer(BaseModel):
 
 def parse_grounding(raw: str) -> GroundingAnswer:
     return parse_as(raw, GroundingAnswer)
-
-
-_FOLD = str.maketrans(
-    {
-        "“": '"', "”": '"', "„": '"', "‟": '"', "«": '"', "»": '"', "″": '"',
-        "‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "`": "'",
-        "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "−": "-",
-    }
-)  # fmt: skip
-
-
-def _fold(ch: str) -> str:
-    """One character as the quote lookup compares it: lower case, one kind of quotation mark and of dash (always a
-    single character, so offsets map back)."""
-    return ch.translate(_FOLD).lower()[:1] or ch
-
-
-@lru_cache(maxsize=512)
-def _flatten(text: str) -> tuple[str, tuple[int, ...]]:
-    """``text`` folded (:func:`_fold`) with every whitespace run as one space (none leading), and each kept char's
-    offset in ``text``."""
-    chars: list[str] = []
-    offsets: list[int] = []
-    after_space = True
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if after_space:
-                continue
-            ch, after_space = " ", True
-        else:
-            after_space = False
-        chars.append(_fold(ch))
-        offsets.append(i)
-    return "".join(chars), tuple(offsets)
-
-
-_ELLIPSIS = re.compile(r"\s*(?:\[\s*(?:\.\s*){3,}\]|\[…\]|(?:\.\s*){3,}|…)\s*")
-_WRAPPING = " \"'.,;:!?"
-
-
-def quote_pieces(quote: str) -> list[str]:
-    """A judge's quote as the pieces that must each be found, in order: folded, whitespace-normalised, without the
-    quotation marks or end punctuation around it, cut at each ellipsis ("...", "…", "[...]")."""
-    folded = "".join(_fold(ch) for ch in " ".join(quote.split()))
-    return [p for p in (piece.strip(_WRAPPING) for piece in _ELLIPSIS.split(folded)) if p]
-
-
-def _piece_pattern(piece: str) -> re.Pattern[str]:
-    """A piece found on word boundaries (a quote may start mid-sentence, not mid-word)."""
-    start = r"(?<!\w)" if piece[0].isalnum() else ""
-    end = r"(?!\w)" if piece[-1].isalnum() else ""
-    return re.compile(start + re.escape(piece) + end)
-
-
-def _find_pieces(text: str, pieces: list[str]) -> list[tuple[int, int]] | None:
-    flat, offsets = _flatten(text)
-    found: list[tuple[int, int]] = []
-    at = 0
-    for piece in pieces:
-        match = _piece_pattern(piece).search(flat, at)
-        if match is None:
-            return None
-        found.append((offsets[match.start()], offsets[match.end() - 1] + 1))
-        at = match.end()
-    return found
-
-
-def locate_all(quote: str, sources: list[Source], source_id: str = "") -> list[Span]:
-    """The spans of ``quote`` in one source (the named one first, else any), one per piece (:func:`quote_pieces`);
-    empty when some piece is not there."""
-    pieces = quote_pieces(quote)
-    if not pieces:
-        return []
-    for source in sorted(sources, key=lambda s: s.id != source_id):  # stable: the named source first
-        found = _find_pieces(source.text, pieces)
-        if found:
-            return [Span(source.id, start, end) for start, end in found]
-    return []
-
-
-def locate(quote: str, sources: list[Source], source_id: str = "") -> Span | None:
-    """Where ``quote`` occurs in the named source, else in any source: the span from its first word to its last
-    (:func:`locate_all` for the pieces of a quote with an ellipsis)."""
-    spans = locate_all(quote, sources, source_id)
-    if not spans:
-        return None
-    return Span(spans[0].source_id, spans[0].start, spans[-1].end)
 
 
 def retry_note(problems: list[str]) -> str:

@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from veracity.text import sentence_spans, words
+from veracity.guards.quotes import is_quote_of
+from veracity.text import sentence_spans
 
 QUOTED = re.compile(r"[“\"«„]([^“”\"«»„]{1,600})[”\"»“]|(?<!\w)['‘]([^'‘’]{1,600})['’](?!\w)")
 """A passage in quotation marks: double, curly, guillemets, or single quotes that are not apostrophes."""
@@ -57,7 +58,6 @@ _LEADING_CLAUSE = re.compile(
     r"^(?:if|when|whenever|before|after|once|while|unless|until|to|for|in case|as soon as)\b[^,;:]{0,160}[,;:]\s*",
     re.I,
 )
-_ELLIPSIS = re.compile(r"\s*(?:\[(?:…|\.\.\.)\]|…|\.\.\.)\s*")
 
 
 def reported_speech(text: str) -> list[tuple[int, int]]:
@@ -110,28 +110,6 @@ def own_words(text: str) -> str:
     set aside unless it addresses the reader."""
     own, reported = _split(text)
     return " ".join([own, *(r for r in reported if addresses_reader(r))]).strip()
-
-
-def _tokens(text: str) -> str:
-    return " " + " ".join(words(text.replace("’", "'"))) + " "
-
-
-def is_quote_of(text: str, quotes: Sequence[str]) -> bool:
-    """Whether ``text`` is a verbatim span of one of ``quotes`` (rule 2): its words appear there contiguously, and
-    pieces joined by an ellipsis appear in order."""
-    pieces = [_tokens(p) for p in _ELLIPSIS.split(text) if words(p)]
-    if not pieces:
-        return False
-    for quote in quotes:
-        source, at = _tokens(quote), 0
-        for piece in pieces:
-            found = source.find(piece, at)
-            if found < 0:
-                break
-            at = found + len(piece) - 1
-        else:
-            return True
-    return False
 
 
 def spoken(text: str, cited: Sequence[str]) -> str:
