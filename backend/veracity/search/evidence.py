@@ -3,7 +3,7 @@
 Which candidates become evidence is decided by their relevance to the question (``veracity.semantic.relevance``,
 in ``retrieve``), not here: this module only finds sentences and records where they stood. A sentence that
 addresses the model reading it ("SYSTEM: ...", "ignore previous instructions", ``guards.injection``) is never a
-candidate, nor is any sentence of a passage whose title does; :func:`instructions_in` lists them for the audit."""
+candidate, nor is any sentence of a passage whose title does; :func:`read_passage` lists them for the audit."""
 
 from __future__ import annotations
 
@@ -72,19 +72,6 @@ class SentenceCandidate:
         return self.hit.text[self.start : self.end]
 
 
-def sentence_candidates(hit: SearchHit, fetched_at: str) -> list[SentenceCandidate]:
-    """Every fact-shaped sentence of a passage, in order, but those addressed to the model (none at all when the
-    passage's title is)."""
-    if instruction_in(hit.title) is not None:
-        return []
-    out = []
-    for position, (s, e) in enumerate(sentence_spans(hit.text)):
-        sentence = hit.text[s:e]
-        if is_fact_shaped(sentence) and instruction_in(sentence) is None:
-            out.append(SentenceCandidate(hit=hit, start=s, end=e, position=position, fetched_at=fetched_at))
-    return out
-
-
 @dataclass(frozen=True)
 class SourceInstruction:
     """Text of an opened passage that addresses the model: never evidence, recorded in the audit."""
@@ -96,15 +83,21 @@ class SourceInstruction:
     end: int | None
 
 
-def instructions_in(hit: SearchHit) -> list[SourceInstruction]:
-    """The title and every sentence of a passage (fact-shaped or not) that address the model, in order."""
-    found = []
+def read_passage(hit: SearchHit, fetched_at: str) -> tuple[list[SentenceCandidate], list[SourceInstruction]]:
+    """One pass over an opened passage: its fact-shaped sentences as candidates, in order, and the title and
+    sentences (fact-shaped or not) that address the model, which are never candidates. A passage whose title
+    addresses the model gives no candidate at all."""
+    candidates: list[SentenceCandidate] = []
+    found: list[SourceInstruction] = []
     if (title := instruction_in(hit.title)) is not None:
         found.append(SourceInstruction(hit.title, title, None, None))
-    for s, e in sentence_spans(hit.text):
-        if (instruction := instruction_in(hit.text[s:e])) is not None:
-            found.append(SourceInstruction(hit.text[s:e], instruction, hit.start + s, hit.start + e))
-    return found
+    for position, (s, e) in enumerate(sentence_spans(hit.text)):
+        sentence = hit.text[s:e]
+        if (instruction := instruction_in(sentence)) is not None:
+            found.append(SourceInstruction(sentence, instruction, hit.start + s, hit.start + e))
+        elif title is None and is_fact_shaped(sentence):
+            candidates.append(SentenceCandidate(hit=hit, start=s, end=e, position=position, fetched_at=fetched_at))
+    return candidates, found
 
 
 def to_evidence(

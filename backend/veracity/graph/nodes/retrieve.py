@@ -26,8 +26,7 @@ from veracity.search.evidence import (
     SentenceCandidate,
     SourceInstruction,
     dedupe_near_identical,
-    instructions_in,
-    sentence_candidates,
+    read_passage,
     to_evidence,
 )
 from veracity.semantic.relevance import Candidate
@@ -145,9 +144,10 @@ async def _search_and_read(
                 hit, fetched_at = page, sources[-1]["fetched_at"]
             elif not await _open_local(ctx, hit, stat, sources):
                 continue
-            if not sources[-1].get("shared") and (found := instructions_in(hit)):
+            candidates, found = read_passage(hit, fetched_at)
+            if found and not sources[-1].get("shared"):
                 addressed.append((hit, found))
-            per_hit.append(sentence_candidates(hit, fetched_at))
+            per_hit.append(candidates)
     return round_robin(per_hit, ctx.max_candidates)
 
 
