@@ -8,7 +8,9 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from httpx import ASGITransport, AsyncClient
@@ -81,6 +83,21 @@ async def load_docs(url: str, corpus: str, docs: list[DocumentIn]) -> None:
             chunk_chars=1200,
             report=IngestReport(),
         )
+    finally:
+        await engine.dispose()
+
+
+@asynccontextmanager
+async def service_with_docs(url: str, corpus: str, docs: list[DocumentIn]) -> AsyncIterator[tuple[Any, Any]]:
+    """A run service built as ``serve`` builds it, over a database holding ``docs`` in ``corpus``; yields the
+    service and its sessionmaker."""
+    from veracity.runs.service import RunService
+
+    await load_docs(url, corpus, docs)
+    engine = make_engine(url)
+    sessionmaker = make_sessionmaker(engine)
+    try:
+        yield RunService.from_settings(make_settings(url), sessionmaker), sessionmaker
     finally:
         await engine.dispose()
 

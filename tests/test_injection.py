@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 from jinja2 import Environment, FileSystemLoader
 
-from conftest import make_settings
-from veracity.corpus.ingest import IngestReport, ingest_documents
+from conftest import service_with_docs
 from veracity.db import runs_repo
 from veracity.db.corpus_repo import DocumentIn
-from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Subtask
 from veracity.graph.context import SearchHit
 from veracity.graph.nodes.retrieve import record_instructions
@@ -174,13 +172,8 @@ DOCS = [
 
 @pytest.fixture
 async def service(db_url: str) -> AsyncIterator[tuple[RunService, Any]]:
-    engine = make_engine(db_url)
-    sessionmaker = make_sessionmaker(engine)
-    await ingest_documents(
-        sessionmaker=sessionmaker, corpus="manuals", docs=DOCS, chunk_chars=1200, report=IngestReport()
-    )
-    yield RunService.from_settings(make_settings(db_url), sessionmaker), sessionmaker
-    await engine.dispose()
+    async with service_with_docs(db_url, "manuals", DOCS) as built:
+        yield built
 
 
 async def test_an_injected_instruction_in_a_document_is_never_evidence_nor_claim_and_is_audited_once(

@@ -81,10 +81,18 @@ async def env(db_url: str) -> AsyncIterator[dict[str, Any]]:
     await engine.dispose()
 
 
-async def run(env: dict[str, Any], template: str, question: str, *, graph: Any = None, **providers: Any) -> Ran:
+async def run(
+    env: dict[str, Any],
+    template: str,
+    question: str,
+    *,
+    graph: Any = None,
+    registry: SpecRegistry | None = None,
+    **providers: Any,
+) -> Ran:
     service = RunService(
         sessionmaker=env["sessionmaker"],
-        registry=SpecRegistry.load(),
+        registry=registry or SpecRegistry.load(),
         settings=env["settings"],
         graph=graph or build_graph(),
         search=env["search"],
@@ -197,37 +205,29 @@ async def test_malformed_model_output_then_model_error_go_to_the_floor(env: dict
     assert drafts[0]["malformed"] and drafts[1]["failure"] == "the composer model failed: scripted model error"
 
 
+def strict_support_answer(**directives: Any) -> SpecRegistry:
+    """The support template with its composer directives tightened (a draft the gate must reject)."""
+    spec = SpecRegistry.load().get("support_answer")
+    return SpecRegistry(
+        {"support_answer": spec.model_copy(update={"composer": spec.composer.model_copy(update=directives)})}
+    )
+
+
 async def test_gate_rejections_end_the_run_with_loop_abort_and_nothing_stored(env: dict[str, Any]) -> None:
     # Every draft is too short and the floor's own note is forbidden: two drafts in all (the template's bound, the
     # gate's redraft included), then the floor and the bare floor; the third rejection ends the run.
-    spec = SpecRegistry.load().get("support_answer")
-    directives = {"min_chars": 5000, "forbidden_patterns": ["could not produce a report"]}
-    strict = spec.model_copy(update={"composer": spec.composer.model_copy(update=directives)})
-    service = RunService(
-        sessionmaker=env["sessionmaker"],
-        registry=SpecRegistry({"support_answer": strict}),
-        settings=env["settings"],
-        graph=build_graph(),
-        search=env["search"],
-        semantics=process_semantics(),
-    )
-    run_id = await service.start(question=REFUND, template="support_answer")
-    await service.wait(run_id)
-    async with env["sessionmaker"]() as session:
-        stored = await runs_repo.get_run(session=session, run_id=run_id)
-        names = [e.name for e in await runs_repo.events_after(session=session, run_id=run_id)]
-        assert await runs_repo.latest_artifact(session=session, run_id=run_id) is None
-    assert stored is not None and stored.status == "failed" and stored.error == "store_artifact_loop_abort"
-    assert names.count("gate_rejected") == 3 and names[-1] == "error"
-    assert names.count("draft_composed") == spec.budgets.drafting_attempts == 2
-    async with env["sessionmaker"]() as session:
-        events = await runs_repo.events_after(session=session, run_id=run_id)
-    rejected = [e.payload["outcome"] for e in events if e.name == "gate_rejected"]
+    registry = strict_support_answer(min_chars=5000, forbidden_patterns=["could not produce a report"])
+    ran = await run(env, "support_answer", REFUND, registry=registry)
+    assert ran.report is None and ran.versions == 0
+    assert ran.status == "failed" and ran.error == "store_artifact_loop_abort"
+    assert ran.events.count("gate_rejected") == 3 and ran.events[-1] == "error"
+    assert ran.events.count("draft_composed") == registry.get("support_answer").budgets.drafting_attempts == 2
+    rejected = [p["outcome"] for n, p in zip(ran.events, ran.payloads, strict=True) if n == "gate_rejected"]
     assert rejected[0] == "shipped" and rejected[-1] == "fallback"  # drafts first, then the floor
     # The page and the API say what happened, not just the code.
-    last = events[-1]
-    assert last.payload["message"] == "store_artifact_loop_abort"
-    assert last.payload["detail"].startswith(
+    last = ran.payloads[-1]
+    assert last["message"] == "store_artifact_loop_abort"
+    assert last["detail"].startswith(
         "The pre-persistence gate rejected 3 reports in a row (last: forbidden pattern 'could not produce a report'"
     )
 
@@ -237,25 +237,11 @@ async def test_a_draft_the_gate_rejects_is_redrafted_within_the_drafting_bound_t
 ) -> None:
     """A gate rejection does not start a new drafting round: with two drafting attempts, two drafts are made in
     all (the second told what the gate found), then the floor ships with the reason."""
-    spec = SpecRegistry.load().get("support_answer")
-    strict = spec.model_copy(update={"composer": spec.composer.model_copy(update={"min_chars": 5000})})
     composer = ScriptedComposer([REFUND_DRAFT])
-    service = RunService(
-        sessionmaker=env["sessionmaker"],
-        registry=SpecRegistry({"support_answer": strict}),
-        settings=env["settings"],
-        graph=build_graph(),
-        search=env["search"],
-        semantics=process_semantics(),
-    )
-    run_id = await service.start(question=REFUND, template="support_answer", providers=Providers(composer=composer))
-    await service.wait(run_id)
-    async with env["sessionmaker"]() as session:
-        stored = await runs_repo.get_run(session=session, run_id=run_id)
-        artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
-    assert stored is not None and stored.outcome == "fallback" and artifact is not None
+    ran = await run(env, "support_answer", REFUND, registry=strict_support_answer(min_chars=5000), composer=composer)
+    assert ran.outcome == "fallback" and ran.report is not None
     assert len(composer.feedback) == 2 and any("too_short" in line for line in composer.feedback[1])
-    assert artifact.report["outcome_reason"] == (
+    assert ran.report["outcome_reason"] == (
         "drafting attempts exhausted (2); the pre-persistence gate rejected the last draft: too_short"
     )
 

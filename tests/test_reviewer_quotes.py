@@ -9,13 +9,11 @@ from typing import Any
 
 import pytest
 
-from conftest import make_settings
+from conftest import service_with_docs
 from veracity.checks import anchored
 from veracity.compose.base import ReviewRequest
-from veracity.corpus.ingest import IngestReport, ingest_documents
 from veracity.db import runs_repo
 from veracity.db.corpus_repo import DocumentIn
-from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Claim, Draft, Evidence, SectionDraft, SourceRef, Violation
 from veracity.guards.judge import Source
 from veracity.guards.quotes import is_quote_of, locate_all
@@ -257,13 +255,8 @@ DOCS = [
 
 @pytest.fixture
 async def service(db_url: str) -> AsyncIterator[tuple[RunService, Any]]:
-    engine = make_engine(db_url)
-    sessionmaker = make_sessionmaker(engine)
-    await ingest_documents(
-        sessionmaker=sessionmaker, corpus="music", docs=DOCS, chunk_chars=1200, report=IngestReport()
-    )
-    yield RunService.from_settings(make_settings(db_url), sessionmaker), sessionmaker
-    await engine.dispose()
+    async with service_with_docs(db_url, "music", DOCS) as built:
+        yield built
 
 
 async def ask(service: tuple[RunService, Any], question: str, template: str) -> dict[str, Any]:

@@ -44,8 +44,8 @@ def supported_shortfall(spec: Spec, supported: set[str]) -> tuple[int, int] | No
 
 
 def may_redraft(spec: Spec, attempt: int) -> bool:
-    """Whether a draft the gate rejected may be redrafted: ``attempt`` drafts were made in the run so far, and the
-    template's ``drafting_attempts`` bounds them all (a gate rejection does not start a new round)."""
+    """Whether another draft may be made (after failed checks or a gate rejection): ``attempt`` drafts were made in
+    the run so far, and the template's ``drafting_attempts`` bounds them all."""
     return attempt < spec.budgets.drafting_attempts
 
 

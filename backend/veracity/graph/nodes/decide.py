@@ -13,7 +13,7 @@ from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
 from veracity.guards.status import confidence
-from veracity.runs.gate import missing_required, supported_shortfall
+from veracity.runs.gate import may_redraft, missing_required, supported_shortfall
 
 
 def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
@@ -30,7 +30,7 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
         return "fail_safe", no_evidence_reason(state), None
     if state["verdict"] == "revise":
         checks = ", ".join(sorted({v.check for v in violations})) or "reviewer concerns"
-        if attempt < spec.budgets.drafting_attempts:  # every draft counts, the gate's redrafts included
+        if may_redraft(spec, attempt):
             return "revise", f"attempt {attempt} failed: {checks}", None
         return "fail_safe", f"drafting attempts exhausted ({attempt}) with failed checks: {checks}", None
     if not any(s.claims for s in draft):
