@@ -3,9 +3,9 @@ label, a score and its supporting span. Only ``unsupported`` blocks; ``partial``
 
 Claims are judged concurrently, at most the judge's ``concurrency`` at once (each model call still counts against
 the run's budget when it is sent, so calls in flight cannot overshoot it). An answer the judge model writes that
-cannot be read costs that claim one informed retry (``judge_again``); a second unreadable answer leaves that claim
-``unsupported`` (unverified, so it cannot ship) — never the whole run. A judge that cannot be reached, times out
-or runs out of budget (``ModelError``) still ends the draft: nothing it did not check may ship."""
+cannot be read costs that claim one informed retry (inside the model judge); a second unreadable answer leaves
+that claim ``unsupported`` (unverified, so it cannot ship) — never the whole run. A judge that cannot be reached,
+times out or runs out of budget (``ModelError``) still ends the draft: nothing it did not check may ship."""
 
 from __future__ import annotations
 
@@ -22,15 +22,8 @@ UNREADABLE = "the judge's answer could not be read, twice ({problems}); the clai
 async def _verdict(judge: GroundingJudge, text: str, sources: list[Source]) -> Judgement:
     try:
         return await judge.judge(text, sources)
-    except MalformedOutput as first:
-        again = getattr(judge, "judge_again", None)
-        try:
-            if again is None:
-                return await judge.judge(text, sources)
-            verdict: Judgement = await again(text, sources, first.problems)
-            return verdict
-        except MalformedOutput as second:
-            return Judgement("unsupported", 0.0, [], UNREADABLE.format(problems="; ".join(second.problems)[:200]))
+    except MalformedOutput as unreadable:  # the model judge already retried once
+        return Judgement("unsupported", 0.0, [], UNREADABLE.format(problems="; ".join(unreadable.problems)[:200]))
 
 
 async def judge_claim(judge: GroundingJudge, claim: Claim, by_id: dict[str, Evidence]) -> Claim:

@@ -6,8 +6,8 @@ Deterministic code bookends the model. The judge must quote the text that suppor
 ``partial`` label whose quote is not found in the cited sources is downgraded to ``unsupported``: a model can never
 produce a pass the sources do not contain. The quote is looked up tolerantly — case, whitespace, curly or straight
 quotation marks and dashes, an ellipsis standing for skipped words, a span from mid-sentence — but every word of it
-must still lie, in order, in one cited text. Output that does not parse raises :class:`MalformedOutput` (the run
-gives that claim or that review one informed retry: ``judge_again``, ``review_again``); a server that cannot be
+must still lie, in order, in one cited text. Output that does not parse costs that claim or that review one retry,
+told what was wrong; a second unreadable answer raises :class:`MalformedOutput`; a server that cannot be
 reached, times out or fails after the client's retries raises :class:`ModelError`.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, Field
 
-from veracity.compose.base import ReviewRequest
+from veracity.compose.base import MalformedOutput, ReviewRequest
 from veracity.compose.parse import parse_as
 from veracity.domain import ReviewVerdict
 from veracity.guards.judge import Judgement, Label, Source
@@ -148,11 +148,12 @@ class ModelJudge:
         )
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement:
-        return await self._judge(claim, sources, [])
-
-    async def judge_again(self, claim: str, sources: list[Source], problems: list[str]) -> Judgement:
-        """The retry after an answer that could not be read, told what was wrong with it."""
-        return await self._judge(claim, sources, problems)
+        """The judge's verdict; an answer that cannot be read costs one retry, told what was wrong with it (a
+        second unreadable answer raises :class:`MalformedOutput`)."""
+        try:
+            return await self._judge(claim, sources, [])
+        except MalformedOutput as first:
+            return await self._judge(claim, sources, first.problems)
 
     async def _judge(self, claim: str, sources: list[Source], problems: list[str]) -> Judgement:
         if not any(source.text.strip() for source in sources):
@@ -215,11 +216,11 @@ class ModelReviewer:
         )
 
     async def review(self, request: ReviewRequest) -> ReviewVerdict:
-        return await self._review(request, [])
-
-    async def review_again(self, request: ReviewRequest, problems: list[str]) -> ReviewVerdict:
-        """The retry after an answer that could not be read, told what was wrong with it."""
-        return await self._review(request, problems)
+        """The reviewer's verdict, with one informed retry after an answer that cannot be read (as the judge)."""
+        try:
+            return await self._review(request, [])
+        except MalformedOutput as first:
+            return await self._review(request, first.problems)
 
     async def _review(self, request: ReviewRequest, problems: list[str]) -> ReviewVerdict:
         user = f"The person's message:\n{request.question.strip()}\n\nThe drafted reply:\n{request.draft_text.strip()}"

@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.compose.base import MalformedOutput, ModelError, Reviewer, ReviewRequest
+from veracity.compose.base import MalformedOutput, ModelError, ReviewRequest
 from veracity.domain import Draft, ReviewVerdict, SectionDraft, Violation
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
@@ -27,18 +27,6 @@ from veracity.guards.supervisor import answer_language, supervisor_violations
 from veracity.runs.report import render_draft
 
 PHRASE_CHECKS = frozenset({"advice_phrase", "echoed_personal_phrase", "forbidden_pattern"})
-
-
-async def reviewed(reviewer: Reviewer, request: ReviewRequest) -> ReviewVerdict:
-    """The reviewer's verdict; an answer that cannot be read costs that review one retry, told what was wrong."""
-    try:
-        return await reviewer.review(request)
-    except MalformedOutput as first:
-        again = getattr(reviewer, "review_again", None)
-        if again is None:
-            return await reviewer.review(request)
-        verdict: ReviewVerdict = await again(request, first.problems)
-        return verdict
 
 
 def _summary(violations: list[Violation]) -> dict[str, Any]:
@@ -112,7 +100,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         review = await RuleReviewer(evidence, ctx.screener).review(request)
         if review.verdict == "ok" and ctx.reviewer is not None:
             try:
-                review = await reviewed(ctx.reviewer, request)
+                review = await ctx.reviewer.review(request)
             except (MalformedOutput, ModelError) as exc:
                 # Seed 003: a reviewer that does not return its schema (after one informed retry) is a failure,
                 # and failures go to the floor.
