@@ -701,7 +701,7 @@ async def test_judge_calls_run_concurrently_within_the_judges_limit_and_the_budg
 
         with pytest.raises(ModelError, match=r"model call budget spent \(3 calls\)"):
             await asyncio.create_task(within_budget())
-        assert meter.calls == 3 and len(llm.requests) <= 3
+        assert meter.calls == 3 and len(llm.requests) == 3
     finally:
         await judge.aclose()
 
@@ -783,12 +783,13 @@ def test_model_timeouts_are_settings_whose_defaults_suit_a_local_70b_model() -> 
     from veracity.guards.model import ModelJudge
 
     cfg = Settings().model
-    assert cfg.timeout_seconds == 300.0 and cfg.connect_timeout_seconds == 10.0 and cfg.judge_concurrency == 4
+    # A 70B model on local hardware writes about 10 tokens/s: a 1,500-token draft needs well over two minutes.
+    assert cfg.timeout_seconds >= 150 and cfg.connect_timeout_seconds <= 30 and cfg.judge_concurrency > 1
     models = build_models(
         Settings().model_copy(update={"model": cfg.model_copy(update={"provider": "openai", "timeout_seconds": 900})})
     )
     judge = models.judge
-    assert isinstance(judge, ModelJudge) and judge.concurrency == 4
+    assert isinstance(judge, ModelJudge) and judge.concurrency == cfg.judge_concurrency
     timeout = judge.chat.client.timeout
     assert isinstance(timeout, openai.Timeout) and (timeout.read, timeout.connect) == (900, 10.0)
 

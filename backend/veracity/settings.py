@@ -27,6 +27,14 @@ def optional_http_url(value: str | None, name: str) -> str | None:
     return value
 
 
+MODEL_TIMEOUT_SECONDS = 300.0
+"""How long one model answer may take: a 70B model on local hardware writes about 10 tokens/s, so a 1,500-token
+draft after a long prompt takes minutes, not the 30 s a hosted API needs."""
+MODEL_CONNECT_SECONDS = 10.0
+JUDGE_CONCURRENCY = 4
+"""Grounding judge calls in flight at once."""
+
+
 class DatabaseSettings(BaseModel):
     url: str = Field(
         default="sqlite+aiosqlite:///./data/veracity.db",
@@ -236,7 +244,7 @@ class ModelSettings(BaseModel):
         default="gpt-4.1-mini", description="Model that reviews a checked draft before it ships."
     )
     timeout_seconds: float = Field(
-        default=300.0,
+        default=MODEL_TIMEOUT_SECONDS,
         gt=0,
         le=3600,
         description=(
@@ -245,10 +253,13 @@ class ModelSettings(BaseModel):
         ),
     )
     connect_timeout_seconds: float = Field(
-        default=10.0, gt=0, le=600, description="Longest wait to connect to the model server, in seconds."
+        default=MODEL_CONNECT_SECONDS,
+        gt=0,
+        le=600,
+        description="Longest wait to connect to the model server, in seconds.",
     )
     judge_concurrency: int = Field(
-        default=4,
+        default=JUDGE_CONCURRENCY,
         ge=1,
         le=64,
         description=(

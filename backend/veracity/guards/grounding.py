@@ -14,8 +14,8 @@ import asyncio
 from veracity.compose.base import MalformedOutput
 from veracity.domain import Claim, Evidence, SectionDraft, SupportSpan, Violation
 from veracity.guards.judge import GroundingJudge, Judgement, Source
+from veracity.settings import JUDGE_CONCURRENCY
 
-DEFAULT_CONCURRENCY = 4
 UNREADABLE = "the judge's answer could not be read, twice ({problems}); the claim is unverified"
 
 
@@ -49,7 +49,7 @@ async def ground(
     judge: GroundingJudge, draft: list[SectionDraft], evidence: list[Evidence]
 ) -> tuple[list[SectionDraft], list[Violation]]:
     by_id = {ev.id: ev for ev in evidence}
-    gate = asyncio.Semaphore(max(1, int(getattr(judge, "concurrency", DEFAULT_CONCURRENCY))))
+    gate = asyncio.Semaphore(max(1, int(getattr(judge, "concurrency", JUDGE_CONCURRENCY))))
 
     async def one(claim: Claim) -> Claim:
         async with gate:

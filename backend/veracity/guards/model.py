@@ -32,6 +32,7 @@ from veracity.models.chat import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_SECONDS, Ch
 from veracity.models.chat import client as _client
 from veracity.models.chat import short as _short
 from veracity.models.usage import Circuit
+from veracity.settings import JUDGE_CONCURRENCY
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class ModelJudge:
         client: openai.AsyncOpenAI | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         circuit: Circuit | None = None,
-        concurrency: int = 4,
+        concurrency: int = JUDGE_CONCURRENCY,
     ) -> None:
         self.name = f"model:{model}"
         self.concurrency = concurrency

@@ -29,14 +29,13 @@ from openai.types.chat import ChatCompletionMessageParam
 from veracity.compose.base import MalformedOutput, ModelError, TruncatedOutput
 from veracity.compose.parse import only_thinking
 from veracity.models.usage import Circuit, current_listener, current_meter
+from veracity.settings import MODEL_CONNECT_SECONDS, MODEL_TIMEOUT_SECONDS
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 1024
-DEFAULT_TIMEOUT_SECONDS = 300.0
-"""How long one answer may take: a 70B model on local hardware writes about 10 tokens/s, so a 1,500-token draft
-after a long prompt takes minutes, not the 30 s a hosted API needs (``model.timeout_seconds``)."""
-DEFAULT_CONNECT_SECONDS = 10.0
+DEFAULT_TIMEOUT_SECONDS = MODEL_TIMEOUT_SECONDS
+DEFAULT_CONNECT_SECONDS = MODEL_CONNECT_SECONDS
 
 
 def short(text: object, limit: int = 300) -> str:
