@@ -25,6 +25,7 @@ from veracity.graph.state import RunState
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
+from veracity.specs.policy import load_packs
 from veracity.specs.registry import SpecRegistry
 
 REFUND = "Can I get a refund for my subscription if 10 days have passed since payment?"
@@ -147,6 +148,23 @@ async def test_escalation_costs_no_search_and_no_model_call(env: dict[str, Any])
     assert ran.report is not None and ran.report["sections"] == [] and ran.report["evidence"] == []
     spec = SpecRegistry.load().get("legal_research")
     assert ran.report["notes"] == [spec.policy.escalation_answer]
+
+
+@pytest.mark.parametrize(
+    ("question", "pack"),
+    [
+        ("Can my landlord keep my whole deposit over a small carpet stain?", "personal_legal_advice"),
+        ("Should I stop taking my blood pressure tablets now that I feel fine?", "personal_medical_advice"),
+    ],
+)
+async def test_an_escalation_on_a_template_without_that_pack_answers_with_the_domains_pointer(
+    env: dict[str, Any], question: str, pack: str
+) -> None:
+    """support_answer carries only the crisis pack and never chose an escalation answer: the domain's pack speaks."""
+    assert pack not in SpecRegistry.load().get("support_answer").policy.packs
+    ran = await run(env, "support_answer", question)
+    assert ran.outcome == "escalated" and env["search"].calls == []
+    assert ran.report is not None and ran.report["notes"] == [load_packs()[pack].escalation_answer]
 
 
 async def test_crisis_from_the_router_answers_with_the_crisis_answer(env: dict[str, Any]) -> None:

@@ -26,6 +26,8 @@ class RunState(TypedDict, total=False):
     """Why ``route`` decided as it did (the matched phrase or classifier score)."""
     route_matched: list[str]
     """The phrases or terms the router matched."""
+    route_domain: str | None
+    """What a routed question is about (crisis, legal, medical, financial); None when it proceeds."""
     subtasks: list[Subtask]
     """Written by ``plan``: one entry per retrieve branch."""
     coverage: dict[str, list[str]]

@@ -9,6 +9,7 @@ from veracity import messages
 from veracity.domain import Claim, Evidence, Report, ReportSection
 from veracity.runs.report import report_evidence
 from veracity.specs.models import Policy, Spec
+from veracity.specs.policy import escalation_answer
 
 DIGEST_SIZE = 8
 DEFAULT_FLOOR_NOTE = Policy.model_fields["floor_note"].default
@@ -140,10 +141,12 @@ def floor_report(
     )
 
 
-def routed_report(*, run_id: str, spec: Spec, question: str, corpus: str, route: str, reason: str) -> Report:
+def routed_report(
+    *, run_id: str, spec: Spec, question: str, corpus: str, route: str, reason: str, domain: str | None = None
+) -> Report:
     """The whole answer when the router stops a run: no search was made and no model was called."""
     outcome: Literal["crisis", "escalated"] = "crisis" if route == "crisis" else "escalated"
-    answer = spec.policy.crisis_answer if route == "crisis" else spec.policy.escalation_answer
+    answer = spec.policy.crisis_answer if route == "crisis" else escalation_answer(spec.policy, domain)
     return Report(
         run_id=run_id,
         template=spec.id,

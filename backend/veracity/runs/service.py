@@ -444,6 +444,7 @@ class RunService:
                 corpus=corpus,
                 route=state["route"],
                 reason=state.get("route_reason", ""),
+                domain=state.get("route_domain"),
             )
         decision = state.get("decision")
         if decision == "ship" and not bare_floor:

@@ -66,3 +66,15 @@ def resolve(policy: Policy, packs: dict[str, PolicyPack] | None = None) -> Polic
 def all_packs_policy() -> Policy:
     """Every pack at once: what ``veracity screen`` applies when no template is named."""
     return resolve(Policy(packs=sorted(load_packs())))
+
+
+def escalation_answer(policy: Policy, domain: str | None) -> str:
+    """The answer to an escalated question: the template's, unless the template never chose one (it carries the
+    default) and a pack covers the question's domain — then that pack's, so a personal legal question asked on any
+    template still points to a lawyer."""
+    if domain is None or policy.escalation_answer != Policy.model_fields["escalation_answer"].default:
+        return policy.escalation_answer
+    for pack in load_packs().values():
+        if domain in pack.classifier_domains and "escalation_answer" in pack.model_fields_set:
+            return pack.escalation_answer
+    return policy.escalation_answer

@@ -52,6 +52,7 @@ async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         "route": decision.route,
         "route_reason": decision.reason,
         "route_matched": decision.matched,
+        "route_domain": decision.domain,
         "envelope": envelope,
     }
 
