@@ -151,7 +151,7 @@ def test_ask_batch_run_without_a_report_gives_its_error_with_the_detail(
     line carries the run id and the error event's detail, not just its code; the next question still answers."""
     from veracity import messages
     from veracity.domain import Report, Violation
-    from veracity.runs import gate
+    from veracity.guards import gate
     from veracity.specs.models import Spec
 
     real_check = gate.check

@@ -27,7 +27,7 @@ from veracity.evals.relevance import (
     split_of,
     summarize,
 )
-from veracity.graph.context import SearchHit
+from veracity.ports import SearchHit
 
 # Three questions over ten paragraphs. q1's and q2's words occur in their gold paragraphs only, so with the gold
 # hidden nothing is found. q3's gold is the observatory pair, but "Mount Ferro" is also a distractor's title, and

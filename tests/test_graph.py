@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from veracity.compose.base import ComposeRequest
 from veracity.compose.extractive import pick_claims
 from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask
 from veracity.graph.builder import NODE_ORDER, build_graph
-from veracity.graph.context import Context, RetrievalCoordinator, SearchHit
+from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
 from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan
 from veracity.guards.citations import citation_violations
+from veracity.ports import ComposeRequest, SearchHit
 from veracity.runs.events import PIPELINE_EVENTS
 from veracity.settings import LimitSettings
 from veracity.specs.registry import SpecRegistry

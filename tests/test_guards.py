@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from veracity.compose.base import ComposeRequest, MalformedOutput, ModelError
 from veracity.compose.extractive import ExtractiveComposer
 from veracity.compose.parse import parse_contract, parse_sections
 from veracity.compose.scripted import ScriptedComposer, substitute
@@ -23,16 +22,16 @@ from veracity.domain import (
     SourceRef,
     Violation,
 )
-from veracity.errors import BadInput
+from veracity.errors import BadInput, MalformedOutput, ModelError
 from veracity.guards.citations import citation_violations, statute_citations
 from veracity.guards.filler import cut_filler
+from veracity.guards.gate import check, missing_required, supported_shortfall
 from veracity.guards.grounding import ground
 from veracity.guards.io import ScreenItem, VerifyItem, parse_lines
-from veracity.guards.judge import Judgement, Source
 from veracity.guards.reviewer import parse_verdict
 from veracity.guards.status import confidence, section_status, with_status
 from veracity.guards.supervisor import supervisor_violations
-from veracity.runs.gate import check, missing_required, supported_shortfall
+from veracity.ports import ComposeRequest, Judgement, Source
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
 

@@ -14,9 +14,9 @@ from conftest import service_with_docs
 from veracity.db import runs_repo
 from veracity.db.corpus_repo import DocumentIn
 from veracity.domain import Subtask
-from veracity.graph.context import SearchHit
 from veracity.graph.nodes.retrieve import record_instructions
 from veracity.guards.injection import instruction_in
+from veracity.ports import SearchHit
 from veracity.runs.service import RunService
 from veracity.search.evidence import read_passage
 from veracity.web.app import FRONTEND

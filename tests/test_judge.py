@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from veracity.evals.wice import evaluate_wice, format_wice
-from veracity.guards.judge import GroundingJudge, Judgement, LearnedJudge, LexicalJudge, Source, Span, make_judge
+from veracity.guards.judge import LearnedJudge, LexicalJudge, make_judge
 from veracity.guards.judge.claims import judge_input, split_claims
 from veracity.guards.judge.learned import fitted
 from veracity.guards.judge.words import tokenize
+from veracity.ports import GroundingJudge, Judgement, Source, Span
 from veracity.semantic.model import Semantics, process_semantics
 
 POLICY = Source(

@@ -19,7 +19,7 @@ from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.graph.builder import build_graph
 from veracity.models.local import find_gguf
-from veracity.models.providers import build_models
+from veracity.runs.model_set import build_models
 from veracity.runs.service import RunService
 from veracity.search.local import LocalSearch
 from veracity.specs.registry import SpecRegistry

@@ -15,7 +15,8 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.search import memindex
 from veracity.search.local import LocalSearch
-from veracity.search.memindex import Analyzer, MemoryIndex, index_stems
+from veracity.search.memindex import MemoryIndex
+from veracity.text import Analyzer, index_stems
 
 QUERIES = ["coffee production in Brazil", "tea exports", "market worth billion dollars", "steel", "nothing matches zz"]
 

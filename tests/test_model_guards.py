@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 
 from conftest import make_settings
-from veracity.compose.base import MalformedOutput, ModelError, ReviewRequest
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.errors import MalformedOutput, ModelError
 from veracity.graph.builder import build_graph
-from veracity.guards.judge import Source
 from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, ModelReviewer
 from veracity.guards.quotes import locate
-from veracity.models.providers import build_models
+from veracity.ports import ReviewRequest, Source
+from veracity.runs.model_set import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
@@ -581,10 +581,10 @@ async def test_a_judge_that_keeps_answering_prose_leaves_its_claims_unverified_n
     [("Sure! Here is my answer.", "output: Invalid JSON"), ('{"label": "maybe", "reason": "r"}', "label: ")],
 )
 def test_judge_reviewer_and_planner_output_fail_alike_through_one_parser(raw: str, fragment: str) -> None:
-    from veracity.compose.parse import parse_as
     from veracity.compose.planner import Plan
     from veracity.guards.model import GroundingAnswer, parse_grounding
     from veracity.guards.reviewer import parse_verdict
+    from veracity.models.output import parse_as
 
     with pytest.raises(MalformedOutput) as grounding:
         parse_grounding(raw)
@@ -602,7 +602,7 @@ def test_judge_reviewer_and_planner_output_fail_alike_through_one_parser(raw: st
 async def test_a_judge_answer_cut_at_the_token_cap_is_truncated_and_its_retry_is_told(
     server: Server, models: Callable[..., Any]
 ) -> None:
-    from veracity.compose.base import TruncatedOutput
+    from veracity.errors import TruncatedOutput
 
     cut = {"content": '{"label": "supported", "quote": "Coffee production is', "finish_reason": "length"}
     server.script.llm.play({"*": [cut, {"content": answer("supported", "Tea is an aromatic beverage", "ev-tea")}]})

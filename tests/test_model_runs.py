@@ -20,7 +20,7 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Evidence
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
-from veracity.models.providers import build_models
+from veracity.runs.model_set import build_models
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
@@ -270,7 +270,7 @@ async def test_a_short_malay_answer_gets_the_malay_disclaimer_and_ships_without_
 def test_the_circuit_opens_after_repeated_failures_and_lets_one_call_through_after_the_cooldown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from veracity.compose.base import ModelError
+    from veracity.errors import ModelError
     from veracity.models import usage
 
     now = [1000.0]
@@ -300,9 +300,9 @@ def test_the_circuit_opens_after_repeated_failures_and_lets_one_call_through_aft
 async def test_failures_counted_across_roles_open_the_one_circuit_for_every_role(
     env: dict[str, Any], llm: ScriptedOpenAI
 ) -> None:
-    from veracity.compose.base import ModelError
     from veracity.compose.model import ModelComposer
     from veracity.compose.planner import ModelPlanner
+    from veracity.errors import ModelError
     from veracity.guards.model import ModelJudge, ModelReviewer
 
     llm.play({"*": [{"status": 500}]})
@@ -325,7 +325,8 @@ async def test_failures_counted_across_roles_open_the_one_circuit_for_every_role
 
 
 def test_the_usage_meter_refuses_calls_past_each_budget_and_prices_known_models() -> None:
-    from veracity.models.usage import BudgetExceeded, UsageMeter
+    from veracity.errors import BudgetExceeded
+    from veracity.models.usage import UsageMeter
 
     meter = UsageMeter(max_calls=0, max_prompt_tokens=1000, max_completion_tokens=0, max_seconds=0)
     meter.before_call("composer")
@@ -661,8 +662,8 @@ async def test_judge_calls_run_concurrently_within_the_judges_limit_and_the_budg
     import asyncio
     import time
 
-    from veracity.compose.base import ModelError
     from veracity.domain import Claim, SectionDraft, SourceRef
+    from veracity.errors import ModelError
     from veracity.guards.grounding import ground
     from veracity.guards.model import ModelJudge
     from veracity.models.usage import UsageMeter, current_meter

@@ -11,7 +11,6 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from conftest import make_settings
-from veracity.compose.base import ComposeRequest
 from veracity.compose.extractive import ExtractiveComposer
 from veracity.compose.scripted import ScriptedComposer, ScriptedReviewer
 from veracity.corpus.bundled import ensure_bundled_corpora
@@ -19,9 +18,10 @@ from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Draft
 from veracity.graph.builder import build_graph
-from veracity.graph.context import Context, SearchHit
+from veracity.graph.context import Context
 from veracity.graph.nodes.compose import compose
 from veracity.graph.state import RunState
+from veracity.ports import ComposeRequest, SearchHit
 from veracity.runs.service import Providers, RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics

@@ -9,7 +9,7 @@ import pytest
 
 from veracity.errors import BadInput
 from veracity.fetch.canonical import BadUrl, canonical_url, host_of, url_key
-from veracity.graph.context import SearchHit
+from veracity.ports import SearchHit
 from veracity.rank.geo import countries_named, diverges
 from veracity.rank.score import Ranker
 from veracity.rank.trust import load_domain_trust

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from veracity.compose.base import ComposeRequest
 from veracity.compose.extractive import pick_claims
 from veracity.domain import Claim, Evidence, SectionDraft, SourceRef
 from veracity.guards.relevance import check_relevance
 from veracity.guards.status import with_status
+from veracity.ports import ComposeRequest
 from veracity.semantic.model import process_semantics
 from veracity.semantic.relevance import Candidate, RelevanceScorer, fitted
 from veracity.specs.registry import SpecRegistry

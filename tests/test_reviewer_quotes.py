@@ -11,15 +11,14 @@ import pytest
 
 from conftest import service_with_docs
 from veracity.checks import anchored
-from veracity.compose.base import ReviewRequest
 from veracity.db import runs_repo
 from veracity.db.corpus_repo import DocumentIn
 from veracity.domain import Claim, Draft, Evidence, SectionDraft, SourceRef, Violation
-from veracity.guards.judge import Source
 from veracity.guards.quotes import is_quote_of, locate_all
 from veracity.guards.reviewer import RuleReviewer, answer_voice
 from veracity.guards.supervisor import supervisor_violations
 from veracity.guards.voice import addresses_reader, own_words, reported_speech, spoken
+from veracity.ports import ReviewRequest, Source
 from veracity.runs.service import RunService
 from veracity.specs.models import Policy
 from veracity.specs.registry import SpecRegistry

@@ -197,7 +197,7 @@ async def local_model_run() -> None:
     from veracity.corpus.bundled import ensure_bundled_corpora
     from veracity.db.migrate import upgrade
     from veracity.models.local import LocalModelUnavailable
-    from veracity.models.providers import build_models
+    from veracity.runs.model_set import build_models
     from veracity.settings import Settings
 
     question = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"

@@ -26,8 +26,9 @@ from veracity.fetch.cache import CachedFetcher
 from veracity.fetch.http import HttpFetcher
 from veracity.fetch.types import FetchPolicy
 from veracity.graph.builder import build_graph
-from veracity.graph.context import Context, RetrievalCoordinator, SearchHit
+from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.nodes.retrieve import retrieve
+from veracity.ports import SearchHit
 from veracity.settings import LimitSettings
 from veracity.specs.models import Budgets, SectionSpec, Spec
 from veracity.testing.fixture_site import FixtureSite

@@ -70,7 +70,7 @@ class _Runtime:
         # The offline provider has no model clients; skipping ``build_models`` spares every local ``ask`` the
         # OpenAI SDK's import (about 0.6 s). ``from_settings`` without models gives the same offline providers.
         if self.settings.model.provider != "extractive":
-            from veracity.models.providers import build_models
+            from veracity.runs.model_set import build_models
 
             self.models = build_models(self.settings)
         self._service = RunService.from_settings(self.settings, self.sessionmaker, self.models)
@@ -381,11 +381,10 @@ def _read_lines(path: str) -> tuple[list[str], str]:
 
 
 async def _verify(args: argparse.Namespace, settings: Settings) -> int:
-    from veracity.compose.base import MalformedOutput, ModelError
-    from veracity.errors import PipelineError
+    from veracity.errors import MalformedOutput, ModelError, PipelineError
     from veracity.guards.io import VerifyItem, parse_lines, verify_items
     from veracity.guards.judge import make_judge
-    from veracity.models.providers import build_models
+    from veracity.runs.model_set import build_models
     from veracity.semantic.model import process_semantics
 
     lines, source = _read_lines(args.file)

@@ -1,4 +1,4 @@
-"""One exception hierarchy; translated to HTTP, SSE or CLI output only at the edges."""
+"""One exception hierarchy, model errors included; translated to HTTP, SSE or CLI output only at the edges."""
 
 from __future__ import annotations
 
@@ -33,3 +33,42 @@ class IngestError(VeracityError):
 
 class PipelineError(VeracityError):
     code = "pipeline_error"
+
+
+class ModelError(VeracityError):
+    """The model could not be reached, timed out, or refused; the run falls to the floor."""
+
+    code = "model_error"
+
+
+class BudgetExceeded(ModelError):
+    """A run's model budget is spent; the run falls to the floor with this reason."""
+
+    code = "budget_exceeded"
+
+
+class MalformedOutput(VeracityError):
+    """A composer or reviewer wrote something that does not parse into its contract."""
+
+    code = "malformed_output"
+
+    def __init__(self, problems: list[str], raw: str = "") -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+        self.raw = raw
+
+
+class TruncatedOutput(MalformedOutput):
+    """The model stopped at its token cap (``finish_reason == "length"``): what it wrote is cut off, whether or not
+    it happens to parse, and the next attempt is told so."""
+
+    def __init__(self, max_tokens: int, raw: str = "", *, thinking: bool = False) -> None:
+        where = " while still thinking (a <think> block with no answer after it)" if thinking else ""
+        super().__init__(
+            [
+                f"the answer was cut off at the {max_tokens}-token limit{where}; write less: fewer and shorter "
+                "sentences, no preamble"
+            ],
+            raw,
+        )
+        self.max_tokens = max_tokens

@@ -1,11 +1,16 @@
-"""Small text utilities shared by search, planning and evidence extraction."""
+"""The text analyser every layer shares: words, content terms, sentence spans, and the index's own reading
+(``query_terms``, ``Analyzer``: unicode61 tokens Porter-stemmed as FTS5 does, ``index_stems``)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
+
+import Stemmer
 
 WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # unicode61: letters and digits; everything else separates
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are aren't as at be because been before being
@@ -85,3 +90,49 @@ def _block_spans(text: str) -> list[tuple[int, int]]:
         if e > s:
             trimmed.append((s, e))
     return trimmed
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's content words as the index tokenises them. FTS5's unicode61 splits "O'Brien" into "o" and
+    "brien" (so "obrien" matched nothing) and keeps letters of any script ("Lourenço", once dropped from the
+    query): a word is split at its apostrophes and the short or stopword pieces left out. Only letters and digits
+    remain, which is safe inside an FTS5 string and a tsquery."""
+    terms: dict[str, None] = {}
+    for word in content_terms(query):
+        for part in word.replace("’", "'").split("'"):
+            if part.isalnum() and (len(part) > 1 or part.isdigit()) and part not in STOPWORDS:
+                terms.setdefault(part, None)
+    return list(terms)
+
+
+class Analyzer:
+    """Lower-cased unicode61 tokens without diacritics (FTS5's default ``remove_diacritics``), Porter-stemmed;
+    each distinct word is analysed once."""
+
+    def __init__(self) -> None:
+        self._stemmer = Stemmer.Stemmer("porter")
+        self._cache: dict[str, str] = {}
+
+    def stem(self, word: str) -> str:
+        stem = self._cache.get(word)
+        if stem is None:
+            plain = word if word.isascii() else _strip_diacritics(word)
+            stem = self._cache[word] = self._stemmer.stemWord(plain)
+        return stem
+
+    def tokens(self, text: str) -> list[str]:
+        return [stem for w in _TOKEN.findall(text.lower()) if (stem := self.stem(w))]
+
+
+ANALYZER = Analyzer()
+"""A shared analyser for code that matches words the way the index does (same stems as every index's own)."""
+
+
+def index_stems(terms: list[str]) -> list[str]:
+    """Content words as the index holds them, in first-seen order: split at apostrophes as the index splits them
+    ("o'brien" → "brien", as ``query_terms``), short and stop pieces left out, Porter-stemmed."""
+    return list(dict.fromkeys(ANALYZER.stem(t) for t in query_terms(" ".join(terms))))
+
+
+def _strip_diacritics(word: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))

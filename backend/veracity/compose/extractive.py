@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 from veracity.checks import anchored
-from veracity.compose.base import ComposeRequest
 from veracity.compose.parse import parse_draft
 from veracity.domain import Claim, Draft, Evidence
 from veracity.guards.language import detect
 from veracity.guards.patterns import compiled
+from veracity.ports import ComposeRequest
 from veracity.semantic.select import Similarity, paragraphs, summary_picks
 from veracity.specs.models import Spec
 from veracity.text import content_terms, words

@@ -8,15 +8,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from veracity.compose.base import ComposeRequest, MalformedOutput, feedback_lines
+from veracity.checks import render_draft
 from veracity.compose.extractive import disclaimer_for
-from veracity.compose.parse import clean, parse_draft
+from veracity.compose.parse import parse_draft
 from veracity.domain import Draft, Evidence
+from veracity.errors import MalformedOutput
 from veracity.guards.citations import statute_citations
-from veracity.guards.model import load_prompt
 from veracity.guards.supervisor import answer_language
 from veracity.models.chat import ChatModel
-from veracity.runs.report import render_draft
+from veracity.models.output import clean
+from veracity.ports import ComposeRequest, feedback_lines
+from veracity.prompts import load_prompt
 
 MAX_EVIDENCE_PER_SECTION = 8
 MAX_QUOTE_CHARS = 400

@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from veracity.compose.base import MalformedOutput
-from veracity.compose.parse import parse_as
 from veracity.domain import Subtask
-from veracity.guards.model import load_prompt
+from veracity.errors import MalformedOutput
 from veracity.models.chat import ChatModel
+from veracity.models.output import parse_as
+from veracity.prompts import load_prompt
 from veracity.specs.models import Spec
 from veracity.text import content_terms
 

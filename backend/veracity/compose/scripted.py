@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from veracity.compose.base import ComposeRequest, ModelError, ReviewRequest, feedback_lines
 from veracity.compose.parse import parse_draft
 from veracity.domain import Draft, Evidence, ReviewVerdict
+from veracity.errors import ModelError
 from veracity.guards.reviewer import parse_verdict
+from veracity.ports import ComposeRequest, ReviewRequest, feedback_lines
 
 _TOKEN = re.compile(r"\{E(?:(\d+)|:([^}]+))\}")
 

@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import Chunk, Document
-from veracity.text import STOPWORDS, content_terms, sentence_spans, sha256_hex
+from veracity.text import query_terms, sentence_spans, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -109,19 +109,6 @@ async def corpus_exists(*, session: AsyncSession, corpus: str) -> bool:
 
 async def document_count(*, session: AsyncSession, corpus: str) -> int:
     return int(await session.scalar(select(func.count()).where(Document.corpus == corpus)) or 0)
-
-
-def query_terms(query: str) -> list[str]:
-    """The query's content words as the index tokenises them. FTS5's unicode61 splits "O'Brien" into "o" and
-    "brien" (so "obrien" matched nothing) and keeps letters of any script ("Lourenço", once dropped from the
-    query): a word is split at its apostrophes and the short or stopword pieces left out. Only letters and digits
-    remain, which is safe inside an FTS5 string and a tsquery."""
-    terms: dict[str, None] = {}
-    for word in content_terms(query):
-        for part in word.replace("’", "'").split("'"):
-            if part.isalnum() and (len(part) > 1 or part.isdigit()) and part not in STOPWORDS:
-                terms.setdefault(part, None)
-    return list(terms)
 
 
 async def search_chunks(*, session: AsyncSession, corpus: str, query: str, k: int) -> list[ChunkHit]:

@@ -21,7 +21,7 @@ from veracity.specs.models import EvalCase, Script, Spec
 from veracity.specs.registry import SpecRegistry
 
 if TYPE_CHECKING:
-    from veracity.models.providers import ModelSet
+    from veracity.runs.model_set import ModelSet
     from veracity.runs.service import Providers
     from veracity.testing.scripted_openai import ScriptedOpenAI
 
@@ -237,7 +237,7 @@ def scripted_models(llm: ScriptedOpenAI, settings: Settings, script: Script) -> 
     """The model-backed composer (and judge and reviewer when the script has their steps) against the scripted
     server, playing this case's steps; the offline judge labels the claims when no judge step is given."""
     from veracity.guards.judge import make_judge
-    from veracity.models.providers import build_models
+    from veracity.runs.model_set import build_models
     from veracity.runs.service import Providers
 
     llm.play({role: script.steps(role) for role in ("composer", "judge", "reviewer") if getattr(script, role)})

@@ -42,8 +42,8 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.domain import Report
 from veracity.evals.retrieval import ensure_corpus, read_qrels
-from veracity.graph.context import SearchHit, SearchProvider
-from veracity.models.providers import build_models
+from veracity.ports import SearchHit, SearchProvider
+from veracity.runs.model_set import build_models
 from veracity.runs.service import RunService
 from veracity.settings import REPO_ROOT, Settings, get_settings
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from veracity.guards.judge import Label, LearnedJudge, LexicalJudge, Source, make_judge
+from veracity.guards.judge import LearnedJudge, LexicalJudge, make_judge
+from veracity.ports import Label, Source
 
 LABELS: tuple[Label, ...] = ("supported", "partial", "unsupported")
 GOLD_LABELS: dict[str, Label] = {

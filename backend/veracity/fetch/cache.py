@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity.db import fetch_cache_repo
 from veracity.db.models import FetchCacheEntry
 from veracity.fetch.canonical import BadUrl, canonical_url
-from veracity.fetch.opened import OpenedPage
 from veracity.fetch.types import EXTRACT_SCHEMA_VERSION, Fetcher, FetchError, Page
+from veracity.ports import OpenedPage
 from veracity.text import sha256_hex
 
 logger = logging.getLogger(__name__)

@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from veracity.compose.base import Composer, Reviewer
-from veracity.domain import Subtask
-from veracity.fetch.opened import OpenedPage
-from veracity.guards.judge import GroundingJudge
 from veracity.guards.screen_model import LearnedScreen, learned_screen
+from veracity.ports import Composer, GroundingJudge, HitRanker, PageSource, Planner, Reviewer, SearchProvider
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.relevance import RelevanceScorer
 from veracity.settings import LimitSettings
@@ -25,49 +22,6 @@ Audit = Callable[[str, int, dict[str, Any]], Awaitable[None]]
 
 async def _no_audit(_stage: str, _attempt: int, _payload: dict[str, Any]) -> None:
     return None
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One passage returned by a search provider. ``start``/``end`` locate ``text`` in the document."""
-
-    doc_id: str
-    title: str
-    text: str
-    start: int
-    end: int
-    score: float
-    url: str | None = None
-    published: str | None = None
-    key: str = ""
-    """Identity of the opened page/passage, used to open each one only once per run (a web page: its canonical
-    URL's SHA-256)."""
-    fetch: bool = False
-    """A web result: ``text`` is only the search snippet and the page must be fetched to read it."""
-    rank_terms: dict[str, float] = field(default_factory=dict, compare=False)
-    """The ranker's terms behind ``score`` (empty until ranked)."""
-    vector: Any = field(default=None, compare=False, repr=False)
-    """The passage head's dense vector when the index has one (a signal of the relevance model)."""
-
-
-class Planner(Protocol):
-    name: str
-
-    async def plan(self, question: str, spec: Spec) -> tuple[list[Subtask], dict[str, Any]]: ...
-
-
-class PageSource(Protocol):
-    async def open(self, url: str) -> OpenedPage: ...
-
-
-class HitRanker(Protocol):
-    def rank(self, query: str, hits: list[SearchHit]) -> list[SearchHit]: ...
-
-
-class SearchProvider(Protocol):
-    name: str
-
-    async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]: ...
 
 
 @dataclass

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
-from veracity.compose.base import MalformedOutput
 from veracity.domain import Claim, Evidence, SectionDraft, SupportSpan, Violation
-from veracity.guards.judge import GroundingJudge, Judgement, Source
+from veracity.errors import MalformedOutput
+from veracity.ports import GroundingJudge, Judgement, Source
 from veracity.settings import JUDGE_CONCURRENCY
 
 UNREADABLE = "the judge's answer could not be read, twice ({problems}); the claim is unverified"

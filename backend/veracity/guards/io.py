@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veracity import messages
 from veracity.errors import BadInput
-from veracity.guards.judge import GroundingJudge, Source, Span
 from veracity.guards.judge.claims import judge_input
 from veracity.guards.router import screen
 from veracity.guards.screen_model import LearnedScreen
+from veracity.ports import GroundingJudge, Source, Span
 from veracity.specs.models import Policy
 
 MAX_CLAIM_CHARS = 4_000

@@ -15,28 +15,26 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import openai
 from pydantic import BaseModel, Field
 
-from veracity.compose.base import MalformedOutput, ReviewRequest
-from veracity.compose.parse import parse_as
 from veracity.domain import ReviewVerdict
-from veracity.guards.judge import Judgement, Label, Source
+from veracity.errors import MalformedOutput
 from veracity.guards.quotes import locate_all
 from veracity.guards.reviewer import parse_verdict
 from veracity.models.chat import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_SECONDS, ChatModel
 from veracity.models.chat import client as _client
 from veracity.models.chat import short as _short
+from veracity.models.output import parse_as
 from veracity.models.usage import Circuit
+from veracity.ports import Judgement, Label, ReviewRequest, Source
+from veracity.prompts import load_prompt
 from veracity.settings import JUDGE_CONCURRENCY
 
 logger = logging.getLogger(__name__)
 
-PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
 MAX_QUOTE_CHARS = 600
 MAX_REASON_CHARS = 300
@@ -75,12 +73,6 @@ REVIEW_SCHEMA: dict[str, Any] = {
     "required": ["verdict", "reason", "concerns"],
     "additionalProperties": False,
 }
-
-
-@lru_cache
-def load_prompt(name: str) -> str:
-    """A system prompt shipped with the package (``veracity/prompts/<name>.md``)."""
-    return (PROMPTS / f"{name}.md").read_text(encoding="utf-8").strip()
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from veracity.guards.judge import Source, Span
+from veracity.ports import Source, Span
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _ELLIPSIS = re.compile(r"\[\s*(?:\.\s*){3,}\]|\[…\]|(?:\.\s*){3,}|…")

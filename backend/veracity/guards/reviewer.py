@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from veracity.checks import parse_claim
-from veracity.compose.base import MalformedOutput, ReviewRequest, feedback_lines
-from veracity.compose.parse import parse_as
 from veracity.domain import Evidence, ReviewVerdict
+from veracity.errors import MalformedOutput
 from veracity.guards.router import screen
 from veracity.guards.screen_model import LearnedScreen
 from veracity.guards.voice import spoken
+from veracity.models.output import parse_as
+from veracity.ports import ReviewRequest, feedback_lines
 
 _REASON_CHARS = 500
 

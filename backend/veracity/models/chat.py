@@ -26,8 +26,8 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
-from veracity.compose.base import MalformedOutput, ModelError, TruncatedOutput
-from veracity.compose.parse import only_thinking
+from veracity.errors import MalformedOutput, ModelError, TruncatedOutput
+from veracity.models.output import only_thinking
 from veracity.models.usage import Circuit, current_listener, current_meter
 from veracity.settings import MODEL_CONNECT_SECONDS, MODEL_TIMEOUT_SECONDS
 

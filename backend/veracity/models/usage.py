@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from veracity.compose.base import ModelError
+from veracity.errors import BudgetExceeded, ModelError
 
 # USD per million tokens (prompt, completion) for models whose public prices are known; others cost "unknown".
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
@@ -26,10 +26,6 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),
     "gpt-4o-mini": (0.15, 0.60),
 }
-
-
-class BudgetExceeded(ModelError):
-    """A run's model budget is spent; the run falls to the floor with this reason."""
 
 
 @dataclass

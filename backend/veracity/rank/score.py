@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from veracity.fetch.canonical import host_of
-from veracity.graph.context import SearchHit
+from veracity.ports import SearchHit
 from veracity.rank.embed import Embedder, fuse_scores
 from veracity.rank.geo import countries_named, diverges
 from veracity.rank.trust import DomainTrust

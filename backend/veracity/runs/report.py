@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from veracity.checks import anchored
 from veracity.domain import Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
 from veracity.fetch.canonical import link_url
-from veracity.search.memindex import ANALYZER
 from veracity.specs.models import Spec
+from veracity.text import ANALYZER
 
 
 def report_evidence(evidence: list[Evidence], cited: set[str] | None = None) -> list[ReportEvidence]:
@@ -31,14 +30,6 @@ def report_evidence(evidence: list[Evidence], cited: set[str] | None = None) -> 
         for ev in evidence
         if cited is None or ev.id in cited
     ]
-
-
-def render_draft(draft: list[SectionDraft]) -> str:
-    """A draft as the reviewer reads it: headings and anchored sentences."""
-    lines: list[str] = []
-    for section in draft:
-        lines += [f"## {section.title}"] + [anchored(c.text, c.evidence_ids) for c in section.claims]
-    return "\n".join(lines)
 
 
 def shipped_report(

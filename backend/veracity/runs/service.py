@@ -18,17 +18,17 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
-from veracity.compose.base import Composer, Reviewer
 from veracity.compose.extractive import ExtractiveComposer
 from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import WEB_SOURCE, Report
 from veracity.errors import BadInput, NotFound
 from veracity.graph.builder import build_graph, build_redraft_graph
-from veracity.graph.context import Context, HitRanker, Planner, RetrievalCoordinator, SearchProvider
-from veracity.guards.judge import GroundingJudge, make_judge
+from veracity.graph.context import Context, RetrievalCoordinator
+from veracity.guards import gate
+from veracity.guards.judge import make_judge
 from veracity.models.usage import UsageMeter, current_listener, current_meter
-from veracity.runs import gate
+from veracity.ports import Composer, GroundingJudge, HitRanker, Planner, Reviewer, SearchProvider
 from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.floor import floor_report, routed_report
 from veracity.runs.notifier import RunNotifier
@@ -40,7 +40,7 @@ from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
 
 if TYPE_CHECKING:
-    from veracity.models.providers import ModelSet
+    from veracity.runs.model_set import ModelSet
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from veracity.domain import WEB_SOURCE, Evidence, SourceRef
 from veracity.fetch.canonical import host_of
-from veracity.graph.context import SearchHit
 from veracity.guards.injection import Instruction, instruction_in
+from veracity.ports import SearchHit
 from veracity.text import sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5

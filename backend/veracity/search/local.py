@@ -12,7 +12,7 @@ import asyncio
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.corpus_repo import ChunkHit, search_chunks
-from veracity.graph.context import SearchHit
+from veracity.ports import SearchHit
 from veracity.search.memindex import MemoryIndexes
 from veracity.semantic.model import SemanticModel
 from veracity.settings import SearchSettings

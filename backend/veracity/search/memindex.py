@@ -21,60 +21,24 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import time
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-import Stemmer
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from veracity.db.corpus_repo import ChunkHit, query_terms
+from veracity.db.corpus_repo import ChunkHit
 from veracity.db.models import Chunk, Document
 from veracity.rank.embed import fuse_scores
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.vectors import ensure_vectors, load_matrix
+from veracity.text import Analyzer, query_terms
 
 K1, B, TITLE_WEIGHT = 1.2, 0.75, 2.0
 RECHECK_SECONDS = 1.0
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # unicode61: letters and digits; everything else separates
-
-
-class Analyzer:
-    """Lower-cased unicode61 tokens without diacritics (FTS5's default ``remove_diacritics``), Porter-stemmed;
-    each distinct word is analysed once."""
-
-    def __init__(self) -> None:
-        self._stemmer = Stemmer.Stemmer("porter")
-        self._cache: dict[str, str] = {}
-
-    def stem(self, word: str) -> str:
-        stem = self._cache.get(word)
-        if stem is None:
-            plain = word if word.isascii() else _strip_diacritics(word)
-            stem = self._cache[word] = self._stemmer.stemWord(plain)
-        return stem
-
-    def tokens(self, text: str) -> list[str]:
-        return [stem for w in _TOKEN.findall(text.lower()) if (stem := self.stem(w))]
-
-
-ANALYZER = Analyzer()
-"""A shared analyser for code that matches words the way the index does (same stems as every index's own)."""
-
-
-def index_stems(terms: list[str]) -> list[str]:
-    """Content words as the index holds them, in first-seen order: split at apostrophes as the index splits them
-    ("o'brien" → "brien", as ``query_terms``), short and stop pieces left out, Porter-stemmed."""
-    return list(dict.fromkeys(ANALYZER.stem(t) for t in query_terms(" ".join(terms))))
-
-
-def _strip_diacritics(word: str) -> str:
-    return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.fetch.cache import CachedFetcher
 from veracity.fetch.types import FetchPolicy
-from veracity.graph.context import HitRanker, PageSource, SearchProvider
+from veracity.ports import HitRanker, PageSource, SearchProvider
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import SemanticModel
 from veracity.settings import FetchSettings, SearchSettings, Settings

@@ -16,7 +16,7 @@ import httpx
 
 from veracity.errors import VeracityError
 from veracity.fetch.canonical import BadUrl, canonical_url
-from veracity.graph.context import SearchHit
+from veracity.ports import SearchHit
 from veracity.text import sha256_hex
 
 logger = logging.getLogger(__name__)

@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+L2 = 0.01
+"""The ridge penalty every fitted model here uses (relevance, screen, judge): one prior, not tuned per model."""
+
 
 @dataclass(frozen=True)
 class LogisticModel:
@@ -50,9 +53,10 @@ def load_fit(package: str, name: str) -> dict[str, Any]:
 
 
 def standardiser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and scale of each column; a column constant in the material gets scale 1 (no weight), not 1/0."""
+    """Mean and scale of each column; a column constant in the material gets scale 1 (no weight), not 1/0. A spread
+    below 1e-6 counts as constant: the fitted files keep six decimals, and a smaller scale would be written as 0."""
     mean, spread = x.mean(axis=0), x.std(axis=0)
-    return mean, np.where(spread > 1e-9, spread, 1.0)
+    return mean, np.where(spread > 1e-6, spread, 1.0)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:

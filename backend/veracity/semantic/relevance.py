@@ -1,5 +1,5 @@
 """How much a sentence answers a question: a logistic model over a few signals, fitted offline (``python -m
-veracity.semantic.fit``) and shipped as ``semantic/data/relevance.json`` with its training split, data sources
+veracity.evals.relevance_fit``) and shipped as ``semantic/data/relevance.json`` with its training split, data sources
 and cross-validated figures. Nothing here is a hand-set threshold: the coefficients and the default cut-off
 (``threshold``) come from that file; a template may set its own cut-off (``relevance.min_relevance``).
 
@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from veracity.search.memindex import ANALYZER, index_stems
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
-from veracity.text import content_terms
+from veracity.text import ANALYZER, content_terms, index_stems
 
 SEMANTIC_FEATURES = ("cos_sentence", "cos_neighbour", "cos_passage", "lexical", "answer_type", "lead")
 LEXICAL_FEATURES = ("lexical", "answer_type", "lead")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from veracity.domain import Claim, Evidence
-from veracity.semantic.model import SemanticModel, titled
+from veracity.ports import Encoder
+from veracity.semantic.model import titled
 from veracity.text import words
 
 DUPLICATE_COSINE = 0.95
@@ -22,7 +23,7 @@ PARAGRAPH_CLAIMS = 3
 class Similarity:
     """Pairwise similarity of evidence sentences: cosine with the model, word overlap (Jaccard) without."""
 
-    def __init__(self, model: SemanticModel | None, evidence: Sequence[Evidence]) -> None:
+    def __init__(self, model: Encoder | None, evidence: Sequence[Evidence]) -> None:
         self._index = {ev.id: i for i, ev in enumerate(evidence)}
         self._model = model
         if model is not None:

@@ -11,9 +11,8 @@ from sqlalchemy import text
 from sse_starlette import EventSourceResponse
 
 from veracity import messages
-from veracity.compose.base import MalformedOutput, ModelError
 from veracity.db import corpus_repo, runs_repo
-from veracity.errors import PipelineError
+from veracity.errors import MalformedOutput, ModelError, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
 from veracity.runs.service import parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep

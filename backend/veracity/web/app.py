@@ -21,8 +21,8 @@ from veracity.db.migrate import upgrade
 from veracity.errors import VeracityError
 from veracity.fetch.canonical import host_of, link_url
 from veracity.graph.builder import build_graph
-from veracity.models.providers import build_models
 from veracity.runs.floor import fallback_kind
+from veracity.runs.model_set import build_models
 from veracity.runs.service import RunService
 from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import REPO_ROOT, Settings, get_settings

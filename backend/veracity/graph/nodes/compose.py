@@ -12,10 +12,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.compose.base import ComposeRequest, MalformedOutput, ModelError, TruncatedOutput, feedback_lines
 from veracity.domain import Draft, SectionDraft, Violation
+from veracity.errors import MalformedOutput, ModelError, TruncatedOutput
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
+from veracity.ports import ComposeRequest, feedback_lines
 
 RAW_AUDIT_CHARS = 20_000
 

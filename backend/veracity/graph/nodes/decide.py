@@ -12,8 +12,8 @@ from veracity import messages
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
+from veracity.guards.gate import may_redraft, missing_required, supported_shortfall
 from veracity.guards.status import confidence
-from veracity.runs.gate import may_redraft, missing_required, supported_shortfall
 
 
 def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:

@@ -9,8 +9,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.compose.base import MalformedOutput, ModelError
 from veracity.domain import Subtask
+from veracity.errors import MalformedOutput, ModelError
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.specs.models import Spec

@@ -20,8 +20,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from veracity.domain import BranchStat, Evidence, Subtask
 from veracity.errors import VeracityError
-from veracity.graph.context import Context, SearchHit
+from veracity.graph.context import Context
 from veracity.graph.state import RetrieveTask
+from veracity.ports import SearchHit
 from veracity.search.evidence import (
     SentenceCandidate,
     SourceInstruction,

@@ -13,8 +13,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.compose.base import MalformedOutput, ModelError, ReviewRequest
+from veracity.checks import render_draft
 from veracity.domain import Draft, ReviewVerdict, SectionDraft, Violation
+from veracity.errors import MalformedOutput, ModelError
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.guards.citations import citation_violations
@@ -24,7 +25,7 @@ from veracity.guards.relevance import check_relevance
 from veracity.guards.reviewer import RuleReviewer
 from veracity.guards.status import confidence, with_status
 from veracity.guards.supervisor import answer_language, supervisor_violations
-from veracity.runs.report import render_draft
+from veracity.ports import ReviewRequest
 
 PHRASE_CHECKS = frozenset({"advice_phrase", "echoed_personal_phrase", "forbidden_pattern"})
 

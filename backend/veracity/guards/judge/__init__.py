@@ -7,9 +7,9 @@
 - ``claims``: an input of several sentences judged claim by claim, labelled by its worst claim.
 """
 
-from veracity.guards.judge.contract import LABEL_ORDER, GroundingJudge, Judgement, Label, Source, Span
 from veracity.guards.judge.learned import LearnedJudge, make_judge
 from veracity.guards.judge.lexical import LexicalJudge
+from veracity.ports import LABEL_ORDER, GroundingJudge, Judgement, Label, Source, Span
 
 __all__ = [
     "LABEL_ORDER",

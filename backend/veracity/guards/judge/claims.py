@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from veracity.guards.judge.contract import LABEL_ORDER, GroundingJudge, Judgement, Source
 from veracity.guards.judge.lexical import snippet
 from veracity.guards.judge.words import CONTENT, NUMBER, tokens_of
+from veracity.ports import LABEL_ORDER, GroundingJudge, Judgement, Source
 from veracity.text import sentence_spans
 
 

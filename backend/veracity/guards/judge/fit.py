@@ -42,12 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.judge.contract import LABEL_ORDER, Label, Source
 from veracity.guards.judge.learned import claim_label
 from veracity.guards.judge.lexical import LexicalJudge
 from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS, signals
-from veracity.semantic.fit import L2
-from veracity.semantic.logistic import auc, predict, standardiser
+from veracity.ports import LABEL_ORDER, Label, Source
+from veracity.semantic.logistic import L2, auc, predict, standardiser
 from veracity.semantic.model import SemanticModel, load_semantics
 
 FOLDS = 5

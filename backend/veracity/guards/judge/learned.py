@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.judge.contract import Judgement, Label, Source, Span
 from veracity.guards.judge.lexical import Analysis, LexicalJudge, pct, scarce, snippet
 from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, Signals, signals
+from veracity.ports import Judgement, Label, Source, Span
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import get_settings

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from veracity.guards.judge.clauses import MIN_CLAUSE_TERMS, Clause, clauses, entities
-from veracity.guards.judge.contract import Judgement, Label, Source, Span
 from veracity.guards.judge.words import CONTENT, NUMBER, NUMERIC_RE, Number, Token, negated, numbers, tokens_of
+from veracity.ports import Judgement, Label, Source, Span
 from veracity.text import sentence_spans
 
 # Coverage is the share of a clause's content words found in its covering sentences, cut into thirds. Faithful

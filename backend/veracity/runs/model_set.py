@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING
 
 import openai
 
-from veracity.compose.base import Composer, Reviewer
-from veracity.graph.context import Planner
-from veracity.guards.judge import GroundingJudge
 from veracity.models.local import MODEL_ALIAS, LocalModelServer
+from veracity.ports import Composer, GroundingJudge, Planner, Reviewer
 from veracity.settings import Settings
 
 if TYPE_CHECKING:

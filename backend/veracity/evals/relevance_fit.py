@@ -1,4 +1,4 @@
-"""Fit the relevance model (``semantic/data/relevance.json``): ``python -m veracity.semantic.fit EVAL_DATA
+"""Fit the relevance model (``semantic/data/relevance.json``): ``python -m veracity.evals.relevance_fit EVAL_DATA
 [--wiki-labels FILE --wiki-db DB]`` (``make fit-relevance``).
 
 Training material, and nothing else:
@@ -34,15 +34,14 @@ import numpy as np
 from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.memindex import MemoryIndex
-from veracity.semantic.logistic import auc, fit_logistic, predict
+from veracity.semantic.logistic import L2, auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
 from veracity.semantic.relevance import Candidate, features
 from veracity.text import sentence_spans
 
-L2 = 0.01
 FOLDS = 5
 HITS = 8
-OUT = Path(__file__).parent / "data" / "relevance.json"
+OUT = Path(__file__).parents[1] / "semantic" / "data" / "relevance.json"
 
 
 def split_of(question_id: str) -> str:
@@ -176,7 +175,7 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m veracity.semantic.fit", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m veracity.evals.relevance_fit", description=__doc__.split("\n")[0])
     parser.add_argument("eval_data", type=Path, help="the folder holding qa_hotpotqa/")
     parser.add_argument("--wiki-labels", type=Path, default=None, help="training/relevance/wiki_questions.jsonl")
     parser.add_argument("--wiki-db", type=Path, default=Path("data/veracity.db"), help="database with corpus wiki")
@@ -213,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "model": semantics.model.id,
         "fitted": datetime.now(UTC).date().isoformat(),
-        "split": "HotpotQA: fit = int(sha256(question id), 16) % 2 == 0 (veracity.semantic.fit.split_of); the "
+        "split": "HotpotQA: fit = int(sha256(question id), 16) % 2 == 0 (veracity.evals.relevance_fit.split_of); the "
         "report split is never read when fitting",
         "selection": "threshold = best F0.5 over out-of-fold predictions (5 folds, questions kept whole)",
         "sources": sources,
