@@ -153,7 +153,7 @@ async def test_escalation_costs_no_search_and_no_model_call(env: dict[str, Any])
 @pytest.mark.parametrize(
     ("question", "pack"),
     [
-        ("Can my landlord keep my whole deposit over a small carpet stain?", "personal_legal_advice"),
+        ("I've been charged with drunk driving, what should I do?", "personal_legal_advice"),
         ("Should I stop taking my blood pressure tablets now that I feel fine?", "personal_medical_advice"),
     ],
 )

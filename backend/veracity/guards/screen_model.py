@@ -11,10 +11,14 @@ Features, the same at fitting and at run time (:func:`feature_rows`):
 - per domain, whether the shipped policy packs' terms for it occur (none, one, two or more) and whether the asker
   owns one ("my tax return").
 
-Each class has its own one-vs-rest model. Crisis may also be scored on each sentence of the message (the highest
-counts, so one disclosure inside a long, ordinary message still counts) when that won out of fold at fitting
-(``by_sentence`` in the file). Without the semantic model the
-lexical models (cues and domain terms only, fitted on the same material) decide, and the product says so.
+Each class has its own one-vs-rest model. With the semantic model, a class's probability may be the mean of its
+logistic model and the share of that class among the message's nearest training messages (``neighbours`` in the
+file, chosen per class out of fold; 0 keeps the logistic model alone): the linear model generalises, the
+neighbours keep a message next to many look-alikes of one label from being carried by a single word.
+Crisis may also be scored on each sentence of the message (the highest counts, so one disclosure inside a long,
+ordinary message still counts) when that won out of fold at fitting (``by_sentence`` in the file). Without the
+semantic model the lexical models (cues and domain terms only, fitted on the same material) decide, and the product
+says so.
 
 ``nearest`` returns the training examples closest in meaning, which ``veracity screen`` prints to explain a route.
 """
@@ -42,6 +46,16 @@ LEXICAL_FEATURES = CUE_NAMES + DOMAIN_FEATURES
 MAX_SENTENCES = 8
 """Sentences of one message scored on their own for crisis (a longer message keeps its first ones)."""
 NEAREST = 3
+
+
+def neighbour_share(vectors: np.ndarray, pool: np.ndarray, positive: np.ndarray, k: int) -> np.ndarray:
+    """Per row of ``vectors``, the share of its ``k`` nearest rows of ``pool`` (by cosine: the rows are
+    L2-normalised) that are ``positive``."""
+    if len(vectors) == 0:
+        return np.zeros(0)
+    similarity = vectors.astype(np.float32) @ pool.T.astype(np.float32)
+    nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
+    return np.asarray(positive[nearest].mean(axis=1), dtype=np.float64)
 
 
 @cache
@@ -97,6 +111,8 @@ class Head:
     model: LogisticModel
     by_sentence: bool = False
     """Crisis only: also score each sentence of the message and keep the highest (chosen at fitting)."""
+    neighbours: int = 0
+    """Nearest training messages averaged in (0: the logistic model alone; chosen at fitting)."""
 
     @property
     def threshold(self) -> float:
@@ -104,7 +120,11 @@ class Head:
 
     @classmethod
     def from_fit(cls, data: dict[str, Any], features: tuple[str, ...]) -> Head:
-        return cls(LogisticModel.from_dict(data, features), bool(data.get("by_sentence", False)))
+        return cls(
+            LogisticModel.from_dict(data, features),
+            bool(data.get("by_sentence", False)),
+            int(data.get("neighbours", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -154,10 +174,10 @@ class LearnedScreen:
             pieces += [s for s in sentences if s != text]
         whole, cues = lexical_features(text)
         rows = feature_rows(pieces, self.semantic, [whole])
-        probabilities = {name: float(head.model.probability(rows[:1])[0]) for name, head in self.heads.items()}
+        probabilities = {name: float(self._probability(name, rows[:1])[0]) for name in self.heads}
         sentence = None
         if len(pieces) > 1:
-            by_sentence = self.heads[CRISIS].model.probability(rows[1:])
+            by_sentence = self._probability(CRISIS, rows[1:])
             best = int(np.argmax(by_sentence))
             if by_sentence[best] > probabilities[CRISIS]:
                 probabilities[CRISIS], sentence = float(by_sentence[best]), pieces[1 + best]
@@ -169,6 +189,21 @@ class LearnedScreen:
             sentence=sentence,
             mode=self.mode,
         )
+
+    def _probability(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The class's logistic probability, averaged with its share among the nearest training messages when the
+        fit chose neighbours (the advice classes' neighbours are drawn from messages that are not a crisis, as
+        their models were fitted)."""
+        head = self.heads[name]
+        p = head.model.probability(rows)
+        if head.neighbours and self.examples is not None:
+            vectors, labels, _ = self.examples
+            pool = np.ones(len(labels), dtype=bool) if name == CRISIS else np.asarray(labels) != CRISIS
+            share = neighbour_share(
+                rows[:, : vectors.shape[1]], vectors[pool], np.asarray(labels)[pool] == name, head.neighbours
+            )
+            p = (p + share) / 2
+        return np.asarray(p)
 
     def _nearest(self, row: np.ndarray) -> list[Example]:
         assert self.examples is not None
