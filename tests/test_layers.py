@@ -7,7 +7,7 @@ The layers, lowest first (README, "Layers"):
 
 0. contracts and values: ``ports``, ``errors``, ``domain``, ``specs``, ``settings``, ``text``, ``checks``,
    ``messages``, ``prompts``
-1. infrastructure: ``db``, ``fetch``, ``rank``
+1. infrastructure: ``db``, ``fetch``, ``rank``, ``migrations`` (Alembic's history, package data)
 2. ``semantic`` (the sentence model and the models fitted on it), ``synthesis`` (sections from evidence)
 3. ``models`` (the chat client, budgets, model output reading)
 4. ``guards`` (screen, judge, reviewer, gate, floor rules)
@@ -31,7 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
         "__init__ ports errors domain specs settings text checks messages prompts",
-        "db fetch rank",
+        "db fetch rank migrations",
         "semantic synthesis",
         "models",
         "guards",

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from veracity.evals.safety import evaluate_do_not_answer, evaluate_xstest, format_safety
-from veracity.guards.router import RouteDecision, screen
 from veracity.guards.cues import normalise
+from veracity.guards.router import RouteDecision, screen
 from veracity.guards.screen_model import feature_rows, learned_screen, neighbour_share
+from veracity.semantic.model import process_semantics
 from veracity.specs.models import Policy
 from veracity.specs.policy import all_packs_policy
-from veracity.semantic.model import process_semantics
 from veracity.specs.registry import SpecRegistry
 
 ALL = all_packs_policy()

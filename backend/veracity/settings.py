@@ -8,13 +8,16 @@ Every field has a description and a default that works offline. Environment vari
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DIR = Path(str(resources.files("veracity")))
+"""The installed package's directory: the migrations, ``alembic.ini`` and the front end (templates and static
+files) are package data under it, so a wheel installed anywhere finds them."""
 
 
 def optional_http_url(value: str | None, name: str) -> str | None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from alembic import command
 from alembic.config import Config
 
-from veracity.settings import REPO_ROOT
+from veracity.settings import PACKAGE_DIR
 
 
 def alembic_config(url: str) -> Config:
-    config = Config(str(REPO_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(REPO_ROOT / "migrations"))
+    config = Config(str(PACKAGE_DIR / "alembic.ini"))
+    config.set_main_option("script_location", str(PACKAGE_DIR / "migrations"))
     config.attributes["url"] = url
     config.attributes["configure_logging"] = False
     return config

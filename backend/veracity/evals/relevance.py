@@ -45,12 +45,12 @@ from veracity.evals.retrieval import ensure_corpus, read_qrels
 from veracity.ports import SearchHit, SearchProvider
 from veracity.runs.model_set import build_models
 from veracity.runs.service import RunService
-from veracity.settings import REPO_ROOT, Settings, get_settings
+from veracity.settings import Settings, get_settings
 
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "eval-data"
+DEFAULT_DATA = Path("../shared/eval-data")
 DEFAULT_SET = "qa_hotpotqa"
-DEFAULT_DB = f"sqlite+aiosqlite:///{REPO_ROOT / 'data' / 'eval-relevance.db'}"
-DEFAULT_OUT = REPO_ROOT / "data" / "eval-relevance.json"
+DEFAULT_DB = "sqlite+aiosqlite:///./data/eval-relevance.db"
+DEFAULT_OUT = Path("data/eval-relevance.json")
 DEFAULT_TEMPLATES = ("answer", "market_brief")
 SPLITS = ("report", "fit", "all")
 SPLIT_RULE = "fit when int(sha256(id), 16) % 2 == 0, else report"

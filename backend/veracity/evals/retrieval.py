@@ -36,10 +36,10 @@ from veracity.db.migrate import upgrade
 from veracity.evals.ir_metrics import all_found_at_k, mean, ndcg_at_k, recall_at_k
 from veracity.rank.embed import DEFAULT_WEIGHT, Embedder, fuse_scores
 from veracity.search.local import LocalSearch
-from veracity.settings import REPO_ROOT, get_settings
+from veracity.settings import get_settings
 
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "eval-data"
-DEFAULT_DB = f"sqlite+aiosqlite:///{REPO_ROOT / 'data' / 'eval-retrieval.db'}"
+DEFAULT_DATA = Path("../shared/eval-data")
+DEFAULT_DB = "sqlite+aiosqlite:///./data/eval-retrieval.db"
 DEPTH = 100  # documents kept per query: Recall@100 and the rerank pool
 TARGETS = {"scifact_ndcg10_bm25": 0.665, "scifact_ndcg10_rerank": 0.70, "hotpotqa_recall10": 0.92}
 RANKING_LABELS = {"bm25": "BM25", "fts5": "FTS5 BM25", "rerank": "BM25+embed"}

@@ -25,7 +25,7 @@ from veracity.runs.floor import fallback_kind
 from veracity.runs.model_set import build_models
 from veracity.runs.service import RunService
 from veracity.semantic.vectors import ensure_vectors
-from veracity.settings import REPO_ROOT, Settings, get_settings
+from veracity.settings import PACKAGE_DIR, Settings, get_settings
 from veracity.web import api, pages
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
@@ -33,7 +33,7 @@ from veracity.web.view import age, report_reference_numbers
 
 logger = logging.getLogger(__name__)
 
-FRONTEND = REPO_ROOT / "frontend"
+FRONTEND = PACKAGE_DIR / "frontend"
 
 
 def _wants_html(request: Request) -> bool:
