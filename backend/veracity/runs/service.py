@@ -58,21 +58,6 @@ class Providers:
     planner: Planner | None = None
 
 
-def check_run_id(run_id: str) -> str:
-    if len(run_id) != RUN_ID_LEN or any(c not in "0123456789abcdef" for c in run_id):
-        raise NotFound(messages.RUN_ID_MALFORMED.format(run_id=run_id[:80]))
-    return run_id
-
-
-def parse_last_event_id(value: str | None) -> int:
-    if value is None or value.strip() == "":
-        return 0
-    value = value.strip()
-    if not value.isdigit():
-        raise BadInput(messages.LAST_EVENT_ID_MALFORMED.format(value=value[:40]))
-    return int(value)
-
-
 class RunService:
     def __init__(
         self,

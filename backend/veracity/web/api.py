@@ -14,9 +14,8 @@ from veracity import messages
 from veracity.db import corpus_repo, runs_repo
 from veracity.errors import MalformedOutput, ModelError, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
-from veracity.runs.service import parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep
-from veracity.web.lookup import run_or_404
+from veracity.web.lookup import parse_last_event_id, run_or_404
 from veracity.web.sse import json_stream
 
 router = APIRouter()

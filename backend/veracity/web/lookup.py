@@ -1,4 +1,5 @@
-"""Finding a run and one of its artifact versions, or the 404 that says why not (pages and API alike)."""
+"""Reading what a request names: a run id, a ``Last-Event-ID``, a run and one of its artifact versions, or the
+404 (or 422) that says why not (pages and API alike)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.models import ArtifactVersion, ResearchRun
-from veracity.errors import NotFound
-from veracity.runs.service import check_run_id
+from veracity.errors import BadInput, NotFound
+from veracity.runs.service import RUN_ID_LEN
+
+
+def check_run_id(run_id: str) -> str:
+    if len(run_id) != RUN_ID_LEN or any(c not in "0123456789abcdef" for c in run_id):
+        raise NotFound(messages.RUN_ID_MALFORMED.format(run_id=run_id[:80]))
+    return run_id
+
+
+def parse_last_event_id(value: str | None) -> int:
+    """The SSE resume cursor: 0 when absent or blank, else the non-negative integer it must be."""
+    if value is None or value.strip() == "":
+        return 0
+    value = value.strip()
+    if not value.isdigit():
+        raise BadInput(messages.LAST_EVENT_ID_MALFORMED.format(value=value[:40]))
+    return int(value)
 
 
 async def run_or_404(session: AsyncSession, run_id: str) -> ResearchRun:

@@ -15,9 +15,8 @@ from veracity.errors import BadInput, NotFound
 from veracity.runs.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
-from veracity.runs.service import parse_last_event_id
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep, ShapeDep, TemplatesDep
-from veracity.web.lookup import run_or_404, version_or_404
+from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.topology import layout
 
