@@ -95,16 +95,16 @@ test-fast: $(TEST_STAMP) ## Run the tests without the browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser"
 
 lint: $(TEST_STAMP) ## ruff (lint + format check) and mypy
-	$(BIN)/ruff check backend tests
-	$(BIN)/ruff format --check backend tests
+	$(BIN)/ruff check backend tests bench
+	$(BIN)/ruff format --check backend tests bench
 	$(BIN)/mypy
 
 fmt: $(TEST_STAMP) ## Format the code
-	$(BIN)/ruff format backend tests
-	$(BIN)/ruff check --fix backend tests
+	$(BIN)/ruff format backend tests bench
+	$(BIN)/ruff check --fix backend tests bench
 
 bench: corpus $(TEST_STAMP) ## Run timings, retrieval fan-out, search latency vs rank-bm25, ingest rate (EVAL_DATA=path)
-	$(BIN)/python -m veracity.bench $(EVAL_DATA)
+	PYTHONPATH=tests $(BIN)/python bench/run.py $(EVAL_DATA)
 
 clean: ## Remove the virtualenv and local data
 	rm -rf $(VENV) data test-artifacts

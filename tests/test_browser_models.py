@@ -11,7 +11,7 @@ from playwright.async_api import Browser
 
 from test_browser import ARTIFACTS, Server, new_page, serve, submit_question, wait_finished
 from test_model_runs import FABRICATED, GOOD, QUESTION, REVIEW_OK
-from veracity.testing.scripted_openai import ScriptedOpenAI
+from veracity.evals.scripted_openai import ScriptedOpenAI
 
 pytestmark = pytest.mark.browser
 

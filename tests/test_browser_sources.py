@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser
 
+from fixture_site import FixtureSite
 from test_browser import ARTIFACTS, Server, new_page, serve, submit_question, wait_finished
-from veracity.testing.fixture_site import FixtureSite
 
 pytestmark = pytest.mark.browser
 

@@ -14,11 +14,7 @@ from typing import Any
 
 import pytest
 
-from veracity.fetch.extract import extract
-from veracity.fetch.http import HttpFetcher
-from veracity.fetch.ssrf import check_target, resolve_target
-from veracity.fetch.types import FetchError, FetchPolicy, Page
-from veracity.testing.fixture_pages import (
+from fixture_pages import (
     FOOTER_TEXT,
     NAV_TEXT,
     PAYWALL_TEASER,
@@ -29,7 +25,11 @@ from veracity.testing.fixture_pages import (
     RELATED_TEXT,
     article,
 )
-from veracity.testing.fixture_site import FixtureSite
+from fixture_site import FixtureSite
+from veracity.fetch.extract import extract
+from veracity.fetch.http import HttpFetcher
+from veracity.fetch.ssrf import check_target, resolve_target
+from veracity.fetch.types import FetchError, FetchPolicy, Page
 
 LOOPBACK = FetchPolicy(timeout_seconds=3.0, max_bytes=2_000_000, allow_loopback=True)
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
+from fixture_site import FixtureSite
 from veracity.db import fetch_cache_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
@@ -19,7 +20,6 @@ from veracity.fetch.cache import CachedFetcher
 from veracity.fetch.canonical import url_key
 from veracity.fetch.http import HttpFetcher
 from veracity.fetch.types import FetchPolicy
-from veracity.testing.fixture_site import FixtureSite
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ The layers, lowest first (README, "Layers"):
 6. ``compose``
 7. ``graph`` (nodes never import ``runs``)
 8. ``runs`` (the run service and what it assembles)
-9. the edges: ``web``, ``cli``, ``evals``, ``bench``, ``bench_fanout``, ``progress``, ``testing``
+9. the edges: ``web``, ``cli``, ``evals``, ``progress``
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "compose",
         "graph",
         "runs",
-        "web cli evals bench bench_fanout progress testing",
+        "web cli evals progress",
     )
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}

@@ -22,6 +22,7 @@ from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.errors import MalformedOutput, ModelError
+from veracity.evals.scripted_openai import ScriptedOpenAI
 from veracity.graph.builder import build_graph
 from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, ModelReviewer
 from veracity.guards.quotes import locate
@@ -32,7 +33,6 @@ from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
 from veracity.settings import JUDGE_CONCURRENCY, Settings
 from veracity.specs.registry import SpecRegistry
-from veracity.testing.scripted_openai import ScriptedOpenAI
 
 COFFEE = (
     "Coffee is a beverage brewed from roasted coffee beans.\nCoffee production is concentrated in\n   Brazil, "
@@ -75,7 +75,7 @@ def _step(step: Step) -> dict[str, Any]:
 
 @dataclass
 class Script:
-    """One answer sequence for whichever model asks, replayed by ``veracity.testing.scripted_openai``."""
+    """One answer sequence for whichever model asks, replayed by ``veracity.evals.scripted_openai``."""
 
     llm: ScriptedOpenAI
 

@@ -1,5 +1,5 @@
 """Model providers end to end: the real ``openai`` client over real HTTP against a scripted OpenAI-compatible server
-on 127.0.0.1 (``veracity.testing.scripted_openai``), through the real service, graph, checks and storage. Each
+on 127.0.0.1 (``veracity.evals.scripted_openai``), through the real service, graph, checks and storage. Each
 recorded output has the guard outcome a user must see: good drafts ship, fabricated anchors and uncited claims are
 sent back then floored, malformed output is a recorded violation, a 429 is retried, a timeout falls to the floor,
 ``<think>`` blocks are stripped, a spent budget degrades to the floor with its reason."""
@@ -18,6 +18,7 @@ from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Evidence
+from veracity.evals.scripted_openai import ScriptedOpenAI
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
 from veracity.runs.model_set import build_models
@@ -26,7 +27,6 @@ from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
 from veracity.settings import Settings
 from veracity.specs.registry import SpecRegistry
-from veracity.testing.scripted_openai import ScriptedOpenAI
 
 QUESTION = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"
 # A faithful model: the sentences of the evidence it was shown, each with that evidence's anchor.

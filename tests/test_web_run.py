@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import make_settings
+from fixture_site import FixtureSite
 from veracity import messages
 from veracity.db import fetch_cache_repo, runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
@@ -24,7 +25,6 @@ from veracity.search.local import LocalSearch
 from veracity.search.providers import WebRetrieval, hit_ranker
 from veracity.search.web import SearxngSearch
 from veracity.specs.registry import SpecRegistry
-from veracity.testing.fixture_site import FixtureSite
 
 
 @pytest.fixture(scope="module")

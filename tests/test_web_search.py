@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from fixture_site import FixtureSite
 from veracity.fetch.canonical import canonical_url
 from veracity.search.web import DdgsSearch, SearchFailed, SearxngSearch
-from veracity.testing.fixture_site import FixtureSite
 
 
 @pytest.fixture(scope="module")

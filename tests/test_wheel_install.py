@@ -59,7 +59,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "veracity/prompts/composer.md",
     ):
         assert data in names, f"{data} is missing from the wheel"
-    assert not any(n.startswith("tests/") for n in names)
+    assert not any(n.startswith(("tests/", "bench/", "veracity/testing/")) or "fixture_" in n for n in names)
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(

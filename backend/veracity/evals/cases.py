@@ -21,9 +21,9 @@ from veracity.specs.models import EvalCase, Script, Spec
 from veracity.specs.registry import SpecRegistry
 
 if TYPE_CHECKING:
+    from veracity.evals.scripted_openai import ScriptedOpenAI
     from veracity.runs.model_set import ModelSet
     from veracity.runs.service import Providers
-    from veracity.testing.scripted_openai import ScriptedOpenAI
 
 
 @dataclass
@@ -171,7 +171,7 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                     composer = reviewer = None
                     if script and script.via == "openai":
                         if llm is None:
-                            from veracity.testing.scripted_openai import ScriptedOpenAI
+                            from veracity.evals.scripted_openai import ScriptedOpenAI
 
                             llm = ScriptedOpenAI()
                             await asyncio.to_thread(llm.start)

@@ -198,7 +198,7 @@ class DefaultSource(Strict):
 
 
 class ScriptStep(Strict):
-    """One answer of the scripted OpenAI-compatible server (``veracity.testing.scripted_openai``), for cases that
+    """One answer of the scripted OpenAI-compatible server (``veracity.evals.scripted_openai``), for cases that
     run ``via: openai``."""
 
     content: str = ""

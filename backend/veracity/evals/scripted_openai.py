@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from veracity.checks import ANCHOR_RE
-from veracity.testing.fixture_site import FixtureSite, _Instrument
+from veracity.evals.local_site import Instrument, LocalSite
 
 _TOKEN = re.compile(r"\{([EQ])(\d+|X)\}")
 _BY_WORDS = re.compile(r"\{E:([^}]+)\}")
@@ -81,7 +81,7 @@ def _error(code: int, message: str, retry_after_ms: int | None = None) -> Respon
     return JSONResponse(body, status_code=code, headers=headers)
 
 
-class ScriptedOpenAI(FixtureSite):
+class ScriptedOpenAI(LocalSite):
     def __init__(self, scripts: dict[str, list[dict[str, Any]]] | None = None) -> None:
         super().__init__()
         self.scripts: dict[str, list[dict[str, Any]]] = dict(scripts or {})
@@ -99,7 +99,7 @@ class ScriptedOpenAI(FixtureSite):
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
             ]
         )
-        self.app = _Instrument(app, self)
+        self.app = Instrument(app, self)
 
     @property
     def base_url_v1(self) -> str:

@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from veracity.testing.fixture_pages import SITE_NAME, article, paywalled_html, report_pdf
-from veracity.testing.fixture_search import search_routes
+from fixture_pages import SITE_NAME, article, paywalled_html, report_pdf
+from fixture_search import search_routes
 
 if TYPE_CHECKING:
-    from veracity.testing.fixture_site import FixtureSite
+    from fixture_site import FixtureSite
 
 HUGE_BLOCK = (b"<p>" + b"Filler sentence about nothing in particular. " * 1500)[:65_531] + b"</p>\n"
 HUGE_BLOCKS = 320

@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from veracity.testing.fixture_pages import article
+from fixture_pages import article
 from veracity.text import content_terms, words
 
 if TYPE_CHECKING:
-    from veracity.testing.fixture_site import FixtureSite
+    from fixture_site import FixtureSite
 
 MAX_RESULTS = 10
 

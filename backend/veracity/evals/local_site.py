@@ -1,22 +1,6 @@
-"""A real website on 127.0.0.1 for fetcher tests and ``make bench``: latency, ETags, PDFs, traps.
-
-Real HTTP on purpose: redirects, streamed bodies, Content-Length, conditional GETs and deadlines are protocol
-behaviour that an in-process transport fakes away. Pages (``veracity.testing.fixture_pages``) are
-deterministic, so ETags and asserted facts are stable.
-
-    with FixtureSite(latency_ms=50, latencies={"/articles/3": 800}) as site:
-        page = await fetcher.fetch(site.url("/articles/1"))
-        assert site.hits["/articles/1"] == 1
-
-Counters (per path, query ignored): ``hits`` every request, ``conditional_hits[(path, conditional)]`` split by
-whether the request carried If-None-Match / If-Modified-Since, ``not_modified`` the 304s served.
-
-Routes: ``/articles/{n}`` (1..article_count; ETag + Last-Modified), ``/report.pdf`` (ETag too), ``/broken.pdf``,
-``/paywalled``, ``/paywalled/teaser``, ``/notes.txt``, ``/image.png``, ``/huge`` (20 MiB with Content-Length;
-``?chunked=1`` without), ``/endless`` (a chunk every 100 ms, forever), ``/slow?seconds=2``, ``/loop/a`` <->
-``/loop/b``, ``/chain/{n}`` (n redirects, then article 1), ``/moved`` (301 to ``/articles/2``), ``/to-private``
-(-> 169.254.169.254), ``/to-private-10`` (-> 10.0.0.1), ``/redirect?to=URL``, ``/status/{code}``. Any path
-takes ``?latency_ms=N``; tracking parameters and fragments are ignored like on a real site.
+"""A real HTTP server on 127.0.0.1 for an ASGI app, in a background thread: the scripted OpenAI-compatible server
+that `veracity eval` replays model answers through, and the fixture site of the tests and benchmarks. Real HTTP on
+purpose: redirects, streamed bodies, timeouts and retries are protocol behaviour an in-process transport fakes away.
 """
 
 from __future__ import annotations
@@ -29,31 +13,26 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from types import TracebackType
+from typing import Self
 from urllib.parse import parse_qs
 
 import httpx
 import uvicorn
-from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from veracity.testing.fixture_routes import routes
 
 logger = logging.getLogger(__name__)
 
 
-class FixtureSite:
-    """Serves the fixture app from a background thread; use as a (sync or async) context manager."""
+class LocalSite:
+    """An ASGI app served from a background thread on a free port of 127.0.0.1; use as a (sync or async) context
+    manager. A subclass sets ``self.app`` (wrapped in :class:`Instrument` to count requests and apply latency) and
+    answers ``/healthz``."""
 
-    def __init__(
-        self, *, latency_ms: int = 0, latencies: Mapping[str, int] | None = None, article_count: int = 50
-    ) -> None:
+    def __init__(self, *, latency_ms: int = 0, latencies: Mapping[str, int] | None = None) -> None:
         self.latency_ms = latency_ms
         """Delay before every response, unless ``latencies`` or ``?latency_ms=`` says otherwise."""
         self.latencies: dict[str, int] = dict(latencies or {})
         """Per-path delay overrides in milliseconds; may be changed while the site runs."""
-        self.article_count = article_count
-        self.search_traps: list[str] = []
-        """Paths the fixture search engines put first in every answer (e.g. ``/status/404``); may be changed live."""
         self.hits: Counter[str] = Counter()
         self.conditional_hits: Counter[tuple[str, bool]] = Counter()
         self.not_modified: Counter[str] = Counter()
@@ -62,13 +41,12 @@ class FixtureSite:
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        app = Starlette(routes=routes(self))
-        self.app: ASGIApp = _Instrument(app, self)
+        self.app: ASGIApp | None = None
 
     def url(self, path: str = "/") -> str:
         """Absolute URL of ``path`` on the running site."""
         if not self.base_url:
-            raise RuntimeError("the fixture site is not running")
+            raise RuntimeError("the site is not running")
         return self.base_url + (path if path.startswith("/") else "/" + path)
 
     def reset(self) -> None:
@@ -91,13 +69,15 @@ class FixtureSite:
         while not self.stopping.is_set() and (left := deadline - time.monotonic()) > 0:  # noqa: ASYNC110
             await asyncio.sleep(min(left, 0.05))
 
-    def start(self) -> FixtureSite:
+    def start(self) -> Self:
         """Bind a free port on 127.0.0.1, serve from a daemon thread, return once the site answers."""
         if self._thread is not None:
-            raise RuntimeError("the fixture site is already running")
+            raise RuntimeError("the site is already running")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
+        if self.app is None:
+            raise RuntimeError("the site has no app")
         config = uvicorn.Config(
             self.app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
         )
@@ -123,7 +103,7 @@ class FixtureSite:
                 pass  # not listening yet
             time.sleep(0.02)
         self.stop()
-        raise RuntimeError(f"the fixture site did not start within {timeout:.0f}s")
+        raise RuntimeError(f"the site did not start within {timeout:.0f}s")
 
     def stop(self) -> None:
         """Ask uvicorn to exit, end the streaming pages, wait for the thread."""
@@ -136,7 +116,7 @@ class FixtureSite:
         self.base_url = ""
         self.port = 0
 
-    def __enter__(self) -> FixtureSite:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -144,7 +124,7 @@ class FixtureSite:
     ) -> None:
         self.stop()
 
-    async def __aenter__(self) -> FixtureSite:
+    async def __aenter__(self) -> Self:
         return await asyncio.to_thread(self.start)
 
     async def __aexit__(
@@ -153,10 +133,10 @@ class FixtureSite:
         await asyncio.to_thread(self.stop)
 
 
-class _Instrument:
+class Instrument:
     """ASGI middleware: counts requests and 304s per path and applies the configured latency."""
 
-    def __init__(self, app: ASGIApp, site: FixtureSite) -> None:
+    def __init__(self, app: ASGIApp, site: LocalSite) -> None:
         self.app = app
         self.site = site
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from fixture_site import FixtureSite
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.domain import Subtask
@@ -31,7 +32,6 @@ from veracity.graph.nodes.retrieve import retrieve
 from veracity.ports import SearchHit
 from veracity.settings import LimitSettings
 from veracity.specs.models import Budgets, SectionSpec, Spec
-from veracity.testing.fixture_site import FixtureSite
 from veracity.text import sha256_hex
 
 SUBTASKS, PAGES, LATENCY_MS = 8, 4, 200

@@ -267,7 +267,7 @@ async def search_and_ingest(eval_data: Path | None) -> None:
 
 
 async def fanout() -> None:
-    from veracity.bench_fanout import LATENCY_MS, PAGES, SUBTASKS, measure
+    from fanout import LATENCY_MS, PAGES, SUBTASKS, measure
 
     r = await measure()
     print(f"\nfan-out: {SUBTASKS} subtasks x {PAGES} pages, {LATENCY_MS} ms per page (fixture site, real HTTP)")
