@@ -10,8 +10,9 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -30,6 +31,9 @@ from veracity.progress import (  # light: tqdm is imported only when a bar is dr
 )
 from veracity.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from veracity.runs.runtime import Runtime
+
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
@@ -38,43 +42,12 @@ def _err(message: str) -> None:
     print(f"veracity: {message}", file=sys.stderr)
 
 
-class _Runtime:
-    """Engine, migrations and the run service for one CLI invocation."""
+def _runtime(settings: Settings) -> AbstractAsyncContextManager[Runtime]:
+    """The process for one CLI invocation: the composition root every entry point uses (imported on demand, so
+    ``veracity --help`` stays fast)."""
+    from veracity.runs.runtime import open_runtime
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.models: Any = None
-        self._service: Any = None
-
-    async def __aenter__(self) -> _Runtime:
-        from veracity.corpus.bundled import ensure_bundled_corpora
-        from veracity.db.engine import make_engine, make_sessionmaker
-        from veracity.db.migrate import upgrade
-
-        await asyncio.to_thread(upgrade, self.settings.database.url)
-        self.engine = make_engine(self.settings.database.url)
-        self.sessionmaker = make_sessionmaker(self.engine)
-        await ensure_bundled_corpora(sessionmaker=self.sessionmaker, chunk_chars=self.settings.corpus.chunk_chars)
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        if self._service is not None:
-            await self._service.stop_upkeep()
-        if self.models is not None:
-            await self.models.aclose()
-        await self.engine.dispose()
-
-    def service(self) -> Any:
-        from veracity.runs.service import RunService
-
-        # The offline provider has no model clients; skipping ``build_models`` spares every local ``ask`` the
-        # OpenAI SDK's import (about 0.6 s). ``from_settings`` without models gives the same offline providers.
-        if self.settings.model.provider != "extractive":
-            from veracity.runs.model_set import build_models
-
-            self.models = build_models(self.settings)
-        self._service = RunService.from_settings(self.settings, self.sessionmaker, self.models)
-        return self._service
+    return open_runtime(settings)
 
 
 # ---- commands --------------------------------------------------------------------------------------
@@ -96,7 +69,7 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.ingest import ingest_path
 
     mode = resolve_mode(args.progress, sys.stderr)
-    async with _Runtime(settings) as rt:
+    async with _runtime(settings) as rt:
         with IngestProgress(mode, stream=sys.stderr) as progress:
             report = await ingest_path(
                 sessionmaker=rt.sessionmaker,
@@ -143,7 +116,7 @@ async def _load_default(_args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.wiki import ensure_wiki_corpus
     from veracity.semantic.model import process_semantics
 
-    async with _Runtime(settings) as rt:
+    async with _runtime(settings) as rt:
         report = await ensure_wiki_corpus(sessionmaker=rt.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
         if report is None:
             print("corpus wiki: already loaded")
@@ -156,7 +129,7 @@ async def _load_default(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _migrate(_args: argparse.Namespace, settings: Settings) -> int:
-    async with _Runtime(settings):
+    async with _runtime(settings):
         pass
     print("database is at the latest migration")
     return 0
@@ -177,7 +150,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.query is None and args.queries is None:
         raise BadInput("give a QUERY or --queries FILE.jsonl")
-    async with _Runtime(settings) as rt:
+    async with _runtime(settings) as rt:
         async with rt.sessionmaker() as session:
             counts = await corpus_counts(session=session)
             if args.corpus not in counts:
@@ -215,7 +188,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _result(rt: _Runtime, run_id: str) -> tuple[Any, str | None]:
+async def _result(rt: Runtime, run_id: str) -> tuple[Any, str | None]:
     """A finished run's artifact, or why there is none: its ``error`` event (a loop abort's detail, not just its
     code), else the run row's error."""
     from veracity.db import runs_repo
@@ -237,8 +210,8 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.questions is not None:
         return await _ask_batch(args, settings)
     mode = resolve_mode(args.progress, sys.stderr)
-    async with _Runtime(settings) as rt:
-        service = rt.service()
+    async with _runtime(settings) as rt:
+        service = rt.service
         run_id = await service.start(question=args.question, template=args.template, corpus=args.corpus)
         # Progress goes to stderr only: stdout stays exactly the report, so it can be piped.
         with AskProgress(mode, stream=sys.stderr) as progress:
@@ -320,7 +293,7 @@ class _BatchProgress(_Progress):
         self.display.show(self.done, self.description())
 
 
-async def _answer(rt: _Runtime, service: Any, item: AskLine, *, template: str, corpus: str | None) -> dict[str, Any]:
+async def _answer(rt: Runtime, service: Any, item: AskLine, *, template: str, corpus: str | None) -> dict[str, Any]:
     """One question of a batch: ``{"id", **report}``, or ``{"id", "error"}`` when it is refused or its run fails."""
     try:
         run_id = await service.start(
@@ -344,8 +317,8 @@ async def _ask_batch(args: argparse.Namespace, settings: Settings) -> int:
     if not items:
         return 0
     failed = 0
-    async with _Runtime(settings) as rt:
-        service = rt.service()
+    async with _runtime(settings) as rt:
+        service = rt.service
         slots = asyncio.Semaphore(BATCH_CONCURRENCY)
         with _BatchProgress(resolve_mode(args.progress, sys.stderr), stream=sys.stderr, total=len(items)) as progress:
 

@@ -123,13 +123,9 @@ def _said(phrase: str, shipped: list[str]) -> bool:
 async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> list[CaseResult]:
     import asyncio
 
-    from veracity.corpus.bundled import ensure_bundled_corpora
-    from veracity.db.engine import make_engine, make_sessionmaker
-    from veracity.db.migrate import upgrade
-    from veracity.graph.builder import build_graph
-    from veracity.runs.service import Providers, RunService
-    from veracity.search.providers import hit_ranker, local_search
-    from veracity.semantic.model import process_semantics
+    from veracity.runs.model_set import ModelSet
+    from veracity.runs.runtime import open_runtime
+    from veracity.runs.service import Providers
 
     registry = SpecRegistry.load()
     specs = [registry.get(spec_id)] if spec_id else registry.all()
@@ -143,91 +139,80 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
                 "limits": settings.limits.model_copy(update={"event_delay_ms": 0}),
             }
         )
-        await asyncio.to_thread(upgrade, url)
-        engine = make_engine(url)
-        sessionmaker = make_sessionmaker(engine)
+        # The production wiring (open_runtime: hybrid retrieval when the semantic model loads); each case brings
+        # its own composer, reviewer or scripted models, so the settings' models are never built.
         try:
-            await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
-            graph = build_graph()
-            # The production wiring: hybrid retrieval when the semantic model loads.
-            semantics = process_semantics(settings.semantic.enabled)
-            search = local_search(settings, sessionmaker, semantics.model)
-            ranker = hit_ranker(settings)
-            for spec in specs:
-                for case in spec.eval_cases:
-                    began = time.perf_counter()
-                    case_spec = _case_spec(spec, case)
-                    service = RunService(
-                        sessionmaker=sessionmaker,
-                        registry=SpecRegistry({spec.id: case_spec}),
-                        settings=settings,
-                        graph=graph,
-                        search=search,
-                        ranker=ranker,
-                        semantics=semantics,
-                    )
-                    script = case.script
-                    models: ModelSet | None = None
-                    composer = reviewer = None
-                    if script and script.via == "openai":
-                        if llm is None:
-                            from veracity.evals.scripted_openai import ScriptedOpenAI
+            async with open_runtime(settings, models=ModelSet()) as rt:
+                for spec in specs:
+                    for case in spec.eval_cases:
+                        began = time.perf_counter()
+                        case_spec = _case_spec(spec, case)
+                        service = rt.service_for(registry=SpecRegistry({spec.id: case_spec}))
+                        script = case.script
+                        models: ModelSet | None = None
+                        composer = reviewer = None
+                        if script and script.via == "openai":
+                            if llm is None:
+                                from veracity.evals.scripted_openai import ScriptedOpenAI
 
-                            llm = ScriptedOpenAI()
-                            await asyncio.to_thread(llm.start)
-                        models, providers = scripted_models(llm, settings, script)
-                    else:
-                        composer = ScriptedComposer(script.texts("composer")) if script and script.composer else None
-                        reviewer = ScriptedReviewer(script.texts("reviewer")) if script and script.reviewer else None
-                        providers = Providers(composer=composer or ExtractiveComposer(), reviewer=reviewer)
-                    try:
-                        run_id = await service.start(
-                            question=case.question, template=spec.id, corpus=case.corpus, providers=providers
+                                llm = ScriptedOpenAI()
+                                await asyncio.to_thread(llm.start)
+                            models, providers = scripted_models(llm, settings, script)
+                        else:
+                            composer = (
+                                ScriptedComposer(script.texts("composer")) if script and script.composer else None
+                            )
+                            reviewer = (
+                                ScriptedReviewer(script.texts("reviewer")) if script and script.reviewer else None
+                            )
+                            providers = Providers(composer=composer or ExtractiveComposer(), reviewer=reviewer)
+                        try:
+                            run_id = await service.start(
+                                question=case.question, template=spec.id, corpus=case.corpus, providers=providers
+                            )
+                            await service.wait(run_id)
+                        finally:
+                            if models is not None:
+                                await models.aclose()
+                        async with rt.sessionmaker() as session:
+                            run = await runs_repo.get_run(session=session, run_id=run_id)
+                            artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+                            events = [e.name for e in await runs_repo.events_after(session=session, run_id=run_id)]
+                            audit = [
+                                {"stage": a.stage, "attempt": a.attempt, "payload": a.payload}
+                                for a in await runs_repo.audit_trail(session=session, run_id=run_id)
+                            ]
+                        assert run is not None
+                        outcome = run.outcome or (run.error or "failed")
+                        problems, fired, attempts = grade(
+                            case,
+                            spec=case_spec,
+                            outcome=outcome,
+                            report=artifact.report if artifact else None,
+                            events=events,
+                            audit=audit,
+                            composer_calls=(
+                                len(llm.requests_for("composer"))
+                                if models is not None and llm is not None
+                                else len(composer.feedback)
+                                if composer
+                                else 0
+                            ),
                         )
-                        await service.wait(run_id)
-                    finally:
-                        if models is not None:
-                            await models.aclose()
-                    async with sessionmaker() as session:
-                        run = await runs_repo.get_run(session=session, run_id=run_id)
-                        artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
-                        events = [e.name for e in await runs_repo.events_after(session=session, run_id=run_id)]
-                        audit = [
-                            {"stage": a.stage, "attempt": a.attempt, "payload": a.payload}
-                            for a in await runs_repo.audit_trail(session=session, run_id=run_id)
-                        ]
-                    assert run is not None
-                    outcome = run.outcome or (run.error or "failed")
-                    problems, fired, attempts = grade(
-                        case,
-                        spec=case_spec,
-                        outcome=outcome,
-                        report=artifact.report if artifact else None,
-                        events=events,
-                        audit=audit,
-                        composer_calls=(
-                            len(llm.requests_for("composer"))
-                            if models is not None and llm is not None
-                            else len(composer.feedback)
-                            if composer
-                            else 0
-                        ),
-                    )
-                    results.append(
-                        CaseResult(
-                            spec=spec.id,
-                            case=case.id,
-                            kind=case.kind,
-                            expected=case.expect_outcome,
-                            got=outcome,
-                            checks=fired,
-                            attempts=attempts,
-                            problems=problems,
-                            seconds=round(time.perf_counter() - began, 2),
+                        results.append(
+                            CaseResult(
+                                spec=spec.id,
+                                case=case.id,
+                                kind=case.kind,
+                                expected=case.expect_outcome,
+                                got=outcome,
+                                checks=fired,
+                                attempts=attempts,
+                                problems=problems,
+                                seconds=round(time.perf_counter() - began, 2),
+                            )
                         )
-                    )
         finally:
-            await engine.dispose()
             if llm is not None:
                 await asyncio.to_thread(llm.stop)
     return results

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import openai
-
 from veracity.models.local import MODEL_ALIAS, LocalModelServer
 from veracity.ports import Composer, GroundingJudge, Planner, Reviewer
 from veracity.settings import Settings
 
 if TYPE_CHECKING:
+    import openai
+
     from veracity.runs.service import Providers
 
 

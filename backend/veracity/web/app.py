@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,17 +13,10 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from veracity import __version__
-from veracity.corpus.bundled import ensure_bundled_corpora
-from veracity.corpus.wiki import ensure_wiki_corpus
-from veracity.db.engine import make_engine, make_sessionmaker
-from veracity.db.migrate import upgrade
 from veracity.errors import VeracityError
 from veracity.fetch.canonical import host_of, link_url
-from veracity.graph.builder import build_graph
 from veracity.runs.floor import fallback_kind
-from veracity.runs.model_set import build_models
-from veracity.runs.service import RunService
-from veracity.semantic.vectors import ensure_vectors
+from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
 from veracity.web import api, pages
 from veracity.web.security import SecurityHeaders
@@ -45,37 +37,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if migrate:
-            await asyncio.to_thread(upgrade, settings.database.url)
-        engine = make_engine(settings.database.url, echo=settings.database.echo)
-        sessionmaker = make_sessionmaker(engine)
-        if settings.corpus.autoload_wiki:
-            report = await ensure_wiki_corpus(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
-            if report is not None:
-                logger.info("default corpus loaded: %s", report.as_dict())
-        await ensure_bundled_corpora(sessionmaker=sessionmaker, chunk_chars=settings.corpus.chunk_chars)
-        graph = build_graph()
-        models = build_models(settings)
-        service = RunService.from_settings(settings, sessionmaker, models, graph=graph)
-        if settings.corpus.autoload_wiki and service.semantics.model is not None:
-            # Before serving, not at the first search: embedding the default corpus takes about a minute.
-            await ensure_vectors(sessionmaker=sessionmaker, model=service.semantics.model, corpus="wiki")
-        interrupted = await service.recover_interrupted()
-        if interrupted:
-            logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
-        service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
-        app.state.settings = settings
-        app.state.sessionmaker = sessionmaker
-        app.state.service = service
-        # Every page says so when meaning cannot decide (the model did not load): never silently lexical.
-        app.state.templates.env.globals["relevance_notice"] = service.semantics.notice
-        app.state.graph_shape = graph_shape(graph)
-        try:
+        async with open_runtime(settings, migrate=migrate, serve=True) as runtime:
+            service = runtime.service
+            app.state.settings = settings
+            app.state.sessionmaker = runtime.sessionmaker
+            app.state.service = service
+            # Every page says so when meaning cannot decide (the model did not load): never silently lexical.
+            app.state.templates.env.globals["relevance_notice"] = service.semantics.notice
+            app.state.graph_shape = graph_shape(runtime.graph)
             yield
-        finally:
-            await service.shutdown()
-            await models.aclose()
-            await engine.dispose()
 
     app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)
     templates = Jinja2Templates(directory=str(FRONTEND / "templates"))

@@ -1,0 +1,120 @@
+"""The composition root: one place that assembles a Veracity process — the database (migrated), the bundled corpora,
+the research graph, the model set and the run service — for the web server, the CLI, the evals and the
+benchmarks alike, and takes it down again in the right order.
+
+    async with open_runtime(settings) as runtime:
+        run_id = await runtime.service.start(question=..., template="answer")
+
+``serve=True`` adds what a long-running server does and a command does not: the default Wikipedia corpus and its
+vectors when the settings ask for them, interrupted runs marked failed, and the lease upkeep. The service is built
+on first use, so a command that never starts a run (``ingest``, ``search``) never builds the model clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from veracity.corpus.bundled import ensure_bundled_corpora
+from veracity.corpus.wiki import ensure_wiki_corpus
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.db.migrate import upgrade
+from veracity.graph.builder import build_graph
+from veracity.runs.model_set import ModelSet, build_models
+from veracity.runs.service import RunService
+from veracity.semantic.vectors import ensure_vectors
+from veracity.settings import Settings
+from veracity.specs.registry import SpecRegistry
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    """One process's assembled parts. ``service`` is the run service every caller shares (built on first use);
+    ``service_for`` builds another over the same parts with its own template registry."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+    models: ModelSet | None = None
+    _service: RunService | None = field(default=None, repr=False)
+    _extra: list[RunService] = field(default_factory=list, repr=False)
+
+    @property
+    def service(self) -> RunService:
+        if self._service is None:
+            self._service = self._build(self.settings, None)
+        return self._service
+
+    def service_for(self, *, registry: SpecRegistry) -> RunService:
+        """Another service over the same parts — database, graph, search, ranker, web, semantic model, model
+        providers — with its own template registry (an eval case's template, changed for that case)."""
+        base = self.service
+        service = RunService(
+            sessionmaker=self.sessionmaker,
+            registry=registry,
+            settings=self.settings,
+            graph=self.graph,
+            search=base.search,
+            notifier=base.notifier,
+            providers=base.providers,
+            redraft_graph=base.redraft_graph,
+            web=base.web,
+            ranker=base.ranker,
+            semantics=base.semantics,
+        )
+        self._extra.append(service)
+        return service
+
+    def _build(self, settings: Settings, registry: SpecRegistry | None) -> RunService:
+        if self.models is None:
+            self.models = build_models(self.settings)
+        return RunService.from_settings(settings, self.sessionmaker, self.models, registry=registry, graph=self.graph)
+
+    async def close(self) -> None:
+        """Stop the services' upkeep and their runs, close the model clients, dispose of the engine."""
+        for service in [*self._extra, *([self._service] if self._service is not None else [])]:
+            await service.shutdown()
+        if self.models is not None:
+            await self.models.aclose()
+        await self.engine.dispose()
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: Settings, *, migrate: bool = True, serve: bool = False, models: ModelSet | None = None
+) -> AsyncIterator[Runtime]:
+    """The assembled process for ``settings`` (``models``: a model set to use instead of the settings' own)."""
+    if migrate:
+        await asyncio.to_thread(upgrade, settings.database.url)
+    engine = make_engine(settings.database.url, echo=settings.database.echo)
+    runtime = Runtime(settings, engine, make_sessionmaker(engine), build_graph(), models)
+    try:
+        if serve and settings.corpus.autoload_wiki:
+            report = await ensure_wiki_corpus(
+                sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars
+            )
+            if report is not None:
+                logger.info("default corpus loaded: %s", report.as_dict())
+        await ensure_bundled_corpora(sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
+        if serve:
+            service = runtime.service
+            if settings.corpus.autoload_wiki and service.semantics.model is not None:
+                # Before serving, not at the first search: embedding the default corpus takes about a minute.
+                await ensure_vectors(sessionmaker=runtime.sessionmaker, model=service.semantics.model, corpus="wiki")
+            interrupted = await service.recover_interrupted()
+            if interrupted:
+                logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
+            service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
+        yield runtime
+    finally:
+        await runtime.close()

@@ -1,0 +1,46 @@
+"""The composition root: ``open_runtime`` assembles the process the server, the CLI and the evals run (migrated
+database, bundled corpora, graph, models, run service), and takes it down in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import make_settings, sqlite_url
+from veracity.db import runs_repo
+from veracity.runs.model_set import ModelSet
+from veracity.runs.runtime import open_runtime
+from veracity.specs.registry import SpecRegistry
+
+
+async def test_a_runtime_runs_a_question_end_to_end_and_closes_in_order(tmp_path: Path) -> None:
+    settings = make_settings(sqlite_url(tmp_path / "runtime.db"), event_delay_ms=0)
+    async with open_runtime(settings) as runtime:
+        assert runtime.models is None  # nothing built before a run needs it
+        service = runtime.service
+        assert runtime.service is service and runtime.models is not None and runtime.models.composer is None
+        run_id = await service.start(question="How long do I have to ask for a refund?", template="support_answer")
+        await service.wait(run_id)
+        async with runtime.sessionmaker() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+            events = [e.name for e in await runs_repo.events_after(session=session, run_id=run_id)]
+            artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
+        # The bundled support corpus answered: a report was stored (shipped, or handed off with its label).
+        assert run is not None and run.outcome in ("shipped", "handoff"), (run and run.outcome, run and run.error)
+        assert artifact is not None and artifact.report["sections"]
+        assert events[0] == "run_started" and events[-1] == "complete"
+        other = runtime.service_for(
+            registry=SpecRegistry({"support_answer": SpecRegistry.load().get("support_answer")})
+        )
+        assert other is not service and (other.search, other.graph, other.semantics) == (
+            service.search,
+            service.graph,
+            service.semantics,
+        )
+    assert service._upkeep is None and other._upkeep is None  # leases no longer renewed after the runtime closed
+
+
+async def test_a_serving_runtime_renews_leases_from_the_start_and_stops_at_close(tmp_path: Path) -> None:
+    settings = make_settings(sqlite_url(tmp_path / "serve.db"))
+    async with open_runtime(settings, serve=True, models=ModelSet()) as runtime:
+        assert runtime.service._upkeep is not None  # the server renews leases from the start
+    assert runtime.service._upkeep is None
