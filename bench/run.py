@@ -19,12 +19,9 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from veracity.db.engine import make_engine, make_sessionmaker
-from veracity.graph.builder import build_graph
+from veracity.runs.runtime import open_runtime
 from veracity.runs.service import RunService
-from veracity.search.providers import hit_ranker, local_search
 from veracity.settings import get_settings
-from veracity.specs.registry import SpecRegistry
 
 QUESTIONS = (
     "What is the outlook for nuclear power?",
@@ -120,10 +117,6 @@ def semantic_model_figures() -> None:
 
 
 async def main() -> int:
-    from veracity.graph.nodes import retrieve
-    from veracity.graph.nodes import verify as verify_node
-    from veracity.semantic.relevance import RelevanceScorer
-    from veracity.synthesis import SectionFit
 
     semantic_model_figures()
     settings = get_settings()
@@ -136,55 +129,17 @@ async def main() -> int:
         shutil.copy(database, copy)
         url = f"sqlite+aiosqlite:///{copy}"
     settings = settings.model_copy(update={"database": settings.database.model_copy(update={"url": url})})
-    engine = make_engine(url)
-    sm = make_sessionmaker(engine)
     lexical_settings = settings.model_copy(update={"semantic": settings.semantic.model_copy(update={"enabled": False})})
-    # The production wiring (the CLI's and the server's), with meaning deciding and without, side by side.
-    services = {
-        "semantic": RunService.from_settings(settings, sm),
-        "lexical": RunService.from_settings(lexical_settings, sm),
-    }
-    clock = StageClock()
-    clock.wrap(RelevanceScorer, "score")
-    clock.wrap(SectionFit, "scores")
-    clock.wrap(verify_node, "check_relevance")  # the name verify calls
-    clock.wrap(retrieve, "_select")
-    print(
-        f"\nmarket_brief on corpus {settings.corpus.default}, {REPEATS} runs per question and path (median; the "
-        "semantic model's vector cache emptied before each run)"
-    )
-    print(f"{'question':<52} {'path':<9} {'first ms':>9} {'run ms':>8} {'relevance':>10}  outcome")
     try:
-        for service in services.values():
-            await one_run(service, "warm-up question about tea")  # imports, caches, index, first connection
-        ratios = []
-        for question in QUESTIONS:
-            medians = {}
-            for path, service in services.items():
-                firsts, totals, shares, outcomes = [], [], [], set()
-                for _ in range(REPEATS):
-                    clock.reset()
-                    if service.semantics.model is not None:
-                        service.semantics.model.clear_cache()  # cold: a new question's sentences are not cached
-                    first, total, last, outcome = await one_run(service, question)
-                    if last != "complete":
-                        print(f"run did not complete ({last})", file=sys.stderr)
-                        return 1
-                    firsts.append(first)
-                    totals.append(total)
-                    shares.append(clock.seconds * 1000 / total)
-                    outcomes.add(outcome)
-                medians[path] = statistics.median(totals)
-                share = f"{statistics.median(shares):.0%}" if path == "semantic" else "-"
-                print(
-                    f"{question[:52]:<52} {path:<9} {statistics.median(firsts):>9.1f} {medians[path]:>8.1f} "
-                    f"{share:>10}  {'/'.join(sorted(outcomes))}"
-                )
-            ratios.append(medians["semantic"] / medians["lexical"])
-        print(f"run time, semantic / lexical (median of the questions' ratios): {statistics.median(ratios):.2f}x")
+        # The production wiring (open_runtime, as the CLI and the server), with meaning deciding and without.
+        async with open_runtime(settings) as runtime:
+            services = {
+                "semantic": runtime.service,
+                "lexical": RunService.from_settings(lexical_settings, runtime.sessionmaker, graph=runtime.graph),
+            }
+            if await _market_brief(services) != 0:
+                return 1
     finally:
-        clock.restore()
-        await engine.dispose()
         scratch.cleanup()
     await fanout()
     await search_and_ingest(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
@@ -194,8 +149,6 @@ async def main() -> int:
 
 async def local_model_run() -> None:
     """One `legal_research` run with the bundled local model: model calls, tokens and time per stage."""
-    from veracity.corpus.bundled import ensure_bundled_corpora
-    from veracity.db.migrate import upgrade
     from veracity.models.local import LocalModelUnavailable
     from veracity.runs.model_set import build_models
     from veracity.settings import Settings
@@ -203,7 +156,6 @@ async def local_model_run() -> None:
     question = "What does section 90A of the Evidence Act 1950 say about documents produced by computers?"
     with tempfile.TemporaryDirectory() as scratch:
         url = f"sqlite+aiosqlite:///{Path(scratch) / 'local.db'}"
-        await asyncio.to_thread(upgrade, url)
         settings = Settings.model_validate(
             {"database": {"url": url}, "model": {"provider": "local"}, "corpus": {"autoload_wiki": False}}
         )
@@ -212,30 +164,16 @@ async def local_model_run() -> None:
         except LocalModelUnavailable as exc:
             print(f"\nlocal model run: skipped ({exc})")
             return
-        engine = make_engine(url)
-        sm = make_sessionmaker(engine)
-        try:
-            await ensure_bundled_corpora(sessionmaker=sm, chunk_chars=settings.corpus.chunk_chars)
-            service = RunService(
-                sessionmaker=sm,
-                registry=SpecRegistry.load(),
-                settings=settings,
-                graph=build_graph(),
-                search=local_search(settings, sm),
-                ranker=hit_ranker(settings),
-                providers=models.providers,
-            )
+        async with open_runtime(settings, models=models) as runtime:  # closes the model set too
+            service = runtime.service
             started = time.perf_counter()
             run_id = await service.start(question=question, template="legal_research")
             await service.wait(run_id)
             wall = time.perf_counter() - started
             from veracity.db import runs_repo
 
-            async with sm() as session:
+            async with runtime.sessionmaker() as session:
                 artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
-        finally:
-            await models.aclose()
-            await engine.dispose()
     report = artifact.report if artifact is not None else {}
     usage = (report.get("metrics") or {}).get("model") or {}
     print(f"\nlocal model (SmolLM2-135M via xllamacpp), legal_research: outcome {report.get('outcome')}, {wall:.1f} s")
@@ -280,6 +218,57 @@ async def fanout() -> None:
         f"  parallel / longest   {ratio:8.2f}   (target <= 1.3: {verdict}); speed-up over sequential "
         f"{r.sequential_ms / r.parallel_ms:.1f}x"
     )
+
+
+async def _market_brief(services: dict[str, RunService]) -> int:
+    """Both paths side by side on market_brief: time to the first event and whole-run time, medians."""
+    from veracity.graph.nodes import retrieve
+    from veracity.graph.nodes import verify as verify_node
+    from veracity.semantic.relevance import RelevanceScorer
+    from veracity.synthesis import SectionFit
+
+    settings = services["semantic"].settings
+    clock = StageClock()
+    clock.wrap(RelevanceScorer, "score")
+    clock.wrap(SectionFit, "scores")
+    clock.wrap(verify_node, "check_relevance")  # the name verify calls
+    clock.wrap(retrieve, "_select")
+    print(
+        f"\nmarket_brief on corpus {settings.corpus.default}, {REPEATS} runs per question and path (median; the "
+        "semantic model's vector cache emptied before each run)"
+    )
+    print(f"{'question':<52} {'path':<9} {'first ms':>9} {'run ms':>8} {'relevance':>10}  outcome")
+    try:
+        for service in services.values():
+            await one_run(service, "warm-up question about tea")  # imports, caches, index, first connection
+        ratios = []
+        for question in QUESTIONS:
+            medians = {}
+            for path, service in services.items():
+                firsts, totals, shares, outcomes = [], [], [], set()
+                for _ in range(REPEATS):
+                    clock.reset()
+                    if service.semantics.model is not None:
+                        service.semantics.model.clear_cache()  # cold: a new question's sentences are not cached
+                    first, total, last, outcome = await one_run(service, question)
+                    if last != "complete":
+                        print(f"run did not complete ({last})", file=sys.stderr)
+                        return 1
+                    firsts.append(first)
+                    totals.append(total)
+                    shares.append(clock.seconds * 1000 / total)
+                    outcomes.add(outcome)
+                medians[path] = statistics.median(totals)
+                share = f"{statistics.median(shares):.0%}" if path == "semantic" else "-"
+                print(
+                    f"{question[:52]:<52} {path:<9} {statistics.median(firsts):>9.1f} {medians[path]:>8.1f} "
+                    f"{share:>10}  {'/'.join(sorted(outcomes))}"
+                )
+            ratios.append(medians["semantic"] / medians["lexical"])
+        print(f"run time, semantic / lexical (median of the questions' ratios): {statistics.median(ratios):.2f}x")
+    finally:
+        clock.restore()
+    return 0
 
 
 if __name__ == "__main__":
