@@ -36,11 +36,11 @@ async def test_a_runtime_runs_a_question_end_to_end_and_closes_in_order(tmp_path
             service.graph,
             service.semantics,
         )
-    assert service._upkeep is None and other._upkeep is None  # leases no longer renewed after the runtime closed
+    assert not service.leases.upkeep_running and not other.leases.upkeep_running  # leases no longer renewed
 
 
 async def test_a_serving_runtime_renews_leases_from_the_start_and_stops_at_close(tmp_path: Path) -> None:
     settings = make_settings(sqlite_url(tmp_path / "serve.db"))
     async with open_runtime(settings, serve=True, models=ModelSet()) as runtime:
-        assert runtime.service._upkeep is not None  # the server renews leases from the start
-    assert runtime.service._upkeep is None
+        assert runtime.service.leases.upkeep_running  # the server renews leases from the start
+    assert not runtime.service.leases.upkeep_running

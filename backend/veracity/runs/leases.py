@@ -1,0 +1,90 @@
+"""Leases: a run belongs to the process executing it while that process renews its lease. Every process renews
+its own runs every third of ``run_lease_seconds`` and, every lease, sweeps for runs whose process stopped renewing
+(they get an ``error`` event and status failed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from veracity import messages
+from veracity.db import runs_repo
+from veracity.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class Leases:
+    """``running``: this process's runs by id (the service's tasks); ``fail``: how a swept run ends."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        running: dict[str, asyncio.Task[None]],
+        fail: Callable[[str, str], Awaitable[None]],
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.settings = settings
+        self._tasks = running
+        self._fail = fail
+        self._upkeep: asyncio.Task[None] | None = None
+        """Renews the leases of this process's runs (and sweeps for dead ones) while any process runs here."""
+
+    @property
+    def upkeep_running(self) -> bool:
+        return self._upkeep is not None and not self._upkeep.done()
+
+    async def recover_interrupted(self) -> list[str]:
+        """Runs left pending/running by a process that died get an ``error`` event and status failed.
+
+        A run is another process's, alive, while its lease is fresh: every process renews the runs it executes
+        every third of ``run_lease_seconds`` (``keep_leases``, which every ``start`` starts). Only runs not
+        renewed for a whole lease are taken as interrupted, so starting a second process on the same database
+        never fails the first's runs."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.limits.run_lease_seconds)
+        async with self.sessionmaker() as session:
+            unfinished = await runs_repo.unfinished_runs(session=session, stale_before=cutoff)
+            stale = [r.id for r in unfinished if r.id not in self._tasks]
+        for run_id in stale:
+            await self._fail(run_id, messages.RUN_INTERRUPTED)
+        return stale
+
+    def start_upkeep(self, *, until_idle: bool = False) -> None:
+        """Start renewing this process's leases (and sweeping) unless already running. A server keeps it for its
+        whole life; elsewhere (the CLI, evals) it starts with the first run and stops once no run is left."""
+        if self._upkeep is None or self._upkeep.done():
+            self._upkeep = asyncio.create_task(self.keep_leases(until_idle=until_idle), name="run-leases")
+
+    async def stop_upkeep(self) -> None:
+        if self._upkeep is not None:
+            self._upkeep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._upkeep
+            self._upkeep = None
+
+    async def keep_leases(self, *, until_idle: bool = False) -> None:
+        """Renew this process's runs every third of a lease; sweep for dead ones every lease; until cancelled,
+        or, with ``until_idle``, until this process has no run left."""
+        lease = self.settings.limits.run_lease_seconds
+        beats = 0
+        while True:
+            await asyncio.sleep(lease / 3)
+            if until_idle and not self._tasks:
+                return
+            beats += 1
+            try:
+                async with self.sessionmaker() as session, session.begin():
+                    await runs_repo.renew_lease(session=session, run_ids=list(self._tasks))
+                if beats % 3 == 0:
+                    swept = await self.recover_interrupted()
+                    if swept:
+                        logger.warning("marked %d interrupted run(s) as failed: %s", len(swept), ", ".join(swept))
+            except SQLAlchemyError as exc:  # the database is away for a moment: try again next beat
+                logger.warning("run lease upkeep failed: %s", exc)
