@@ -692,7 +692,9 @@ async def test_judge_calls_run_concurrently_within_the_judges_limit_and_the_budg
         assert violations == [] and all(c.label == "supported" for c in labelled[0].claims)
         assert llm.max_in_flight == 4 and elapsed < 8 * 0.4  # four at a time, not one after another
 
-        # The budget counts a call when it is sent: three calls allowed, three sent, the rest refused.
+        # The budget counts a call when it is sent: three calls allowed and counted, the rest refused. The refusal
+        # ends the grounding and cancels the three in flight, so how many of them reached the server before that is
+        # a race (CI saw none): never more than the budget.
         llm.play({"judge": [{"stall": 0.2, "judge": "echo"}]})
         meter = UsageMeter(max_calls=3)
 
@@ -702,7 +704,8 @@ async def test_judge_calls_run_concurrently_within_the_judges_limit_and_the_budg
 
         with pytest.raises(ModelError, match=r"model call budget spent \(3 calls\)"):
             await asyncio.create_task(within_budget())
-        assert meter.calls == 3 and len(llm.requests) == 3
+        assert meter.calls == 3 and len(llm.requests) <= 3
+        assert meter.by_role["judge"]["calls"] == 3  # each counted call is recorded, cancelled ones too
     finally:
         await judge.aclose()
 
