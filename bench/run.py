@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from veracity.runs.model_set import ModelSet
 from veracity.runs.runtime import open_runtime
 from veracity.runs.service import RunService
 from veracity.settings import get_settings
@@ -132,13 +133,13 @@ async def main() -> int:
     lexical_settings = settings.model_copy(update={"semantic": settings.semantic.model_copy(update={"enabled": False})})
     try:
         # The production wiring (open_runtime, as the CLI and the server), with meaning deciding and without.
-        async with open_runtime(settings) as runtime:
-            services = {
-                "semantic": runtime.service,
-                "lexical": RunService.from_settings(lexical_settings, runtime.sessionmaker, graph=runtime.graph),
-            }
-            if await _market_brief(services) != 0:
-                return 1
+        async with open_runtime(settings, models=ModelSet()) as runtime:  # offline on both paths
+            lexical = RunService.from_settings(lexical_settings, runtime.sessionmaker, graph=runtime.graph)
+            try:
+                if await _market_brief({"semantic": runtime.service, "lexical": lexical}) != 0:
+                    return 1
+            finally:
+                await lexical.shutdown(0)
     finally:
         scratch.cleanup()
     await fanout()

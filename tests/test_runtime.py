@@ -44,3 +44,31 @@ async def test_a_serving_runtime_renews_leases_from_the_start_and_stops_at_close
     async with open_runtime(settings, serve=True, models=ModelSet()) as runtime:
         assert runtime.service.leases.upkeep_running  # the server renews leases from the start
     assert not runtime.service.leases.upkeep_running
+
+
+async def test_leaving_on_an_error_cancels_running_runs_at_once_and_records_them_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C in ``veracity ask`` must not wait for the run: the runtime closes at once and the run is not lost."""
+    import time
+
+    import pytest
+
+    from veracity import messages
+    from veracity.db.engine import make_engine, make_sessionmaker
+
+    url = sqlite_url(tmp_path / "cancel.db")
+    settings = make_settings(url, event_delay_ms=2000)  # every event takes two seconds: a long run
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        async with open_runtime(settings, models=ModelSet()) as runtime:
+            run_id = await runtime.service.start(question="How do refunds work?", template="support_answer")
+            raise KeyboardInterrupt
+    assert time.monotonic() - started < 15  # not the 30 s a clean exit would grant the run
+    engine = make_engine(url)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+            events = [e.name for e in await runs_repo.events_after(session=session, run_id=run_id)]
+    finally:
+        await engine.dispose()
+    assert run is not None and run.status == "failed" and run.error == messages.RUN_INTERRUPTED
+    assert events[-1] == "error"

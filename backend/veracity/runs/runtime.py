@@ -80,25 +80,35 @@ class Runtime:
             self.models = build_models(self.settings)
         return RunService.from_settings(settings, self.sessionmaker, self.models, registry=registry, graph=self.graph)
 
-    async def close(self) -> None:
-        """Stop the services' upkeep and their runs, close the model clients, dispose of the engine."""
-        for service in [*self._extra, *([self._service] if self._service is not None else [])]:
-            await service.shutdown()
-        if self.models is not None:
-            await self.models.aclose()
-        await self.engine.dispose()
+    async def close(self, timeout: float = 30.0) -> None:
+        """Let the services' runs finish (up to ``timeout``; the rest are cancelled and recorded as interrupted)
+        and stop their upkeep, then close the model clients, then dispose of the engine — each step even when an
+        earlier one fails."""
+        try:
+            for service in [*self._extra, *([self._service] if self._service is not None else [])]:
+                await service.shutdown(timeout)
+        finally:
+            try:
+                if self.models is not None:
+                    await self.models.aclose()
+            finally:
+                await self.engine.dispose()
 
 
 @asynccontextmanager
 async def open_runtime(
     settings: Settings, *, migrate: bool = True, serve: bool = False, models: ModelSet | None = None
 ) -> AsyncIterator[Runtime]:
-    """The assembled process for ``settings`` (``models``: a model set to use instead of the settings' own)."""
-    if migrate:
-        await asyncio.to_thread(upgrade, settings.database.url)
-    engine = make_engine(settings.database.url, echo=settings.database.echo)
-    runtime = Runtime(settings, engine, make_sessionmaker(engine), build_graph(), models)
+    """The assembled process for ``settings`` (``models``: a model set to use instead of the settings' own, closed
+    with the runtime). Leaving normally lets running runs finish; leaving on an error or a cancellation (Ctrl-C)
+    cancels them at once, each recorded as interrupted."""
+    runtime: Runtime | None = None
+    clean = False
     try:
+        if migrate:
+            await asyncio.to_thread(upgrade, settings.database.url)
+        engine = make_engine(settings.database.url, echo=settings.database.echo)
+        runtime = Runtime(settings, engine, make_sessionmaker(engine), build_graph(), models)
         if serve and settings.corpus.autoload_wiki:
             report = await ensure_wiki_corpus(
                 sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars
@@ -116,5 +126,9 @@ async def open_runtime(
                 logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
             service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
         yield runtime
+        clean = True
     finally:
-        await runtime.close()
+        if runtime is not None:
+            await runtime.close(timeout=30.0 if clean else 0.0)
+        elif models is not None:
+            await models.aclose()

@@ -172,7 +172,11 @@ class RunService:
         """Let running runs finish (bounded; what is still running then is cancelled and marked interrupted), then
         stop renewing leases."""
         if self._tasks:
-            await asyncio.wait(list(self._tasks.values()), timeout=timeout)
+            _, pending = await asyncio.wait(list(self._tasks.values()), timeout=timeout)
+            for task in pending:
+                task.cancel()  # execute() records the run as interrupted before the task ends
+            if pending:
+                await asyncio.wait(pending, timeout=10)
         await self.stop_upkeep()
 
     # ---- the journal and the leases (runs/journal.py, runs/leases.py) ------------------------------------

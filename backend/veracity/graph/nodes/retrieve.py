@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from sqlalchemy.exc import SQLAlchemyError
 
 from veracity.domain import BranchStat, Evidence, Subtask
-from veracity.errors import VeracityError
+from veracity.errors import ModelError, VeracityError
 from veracity.graph.context import Context
 from veracity.graph.state import RetrieveTask
 from veracity.ports import SearchHit
@@ -247,6 +247,8 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
         selected = await asyncio.to_thread(_select, ctx, task["question"], task, found, stat)
         kept = dedupe_near_identical(selected)[: ctx.limits.evidence_per_subtask]
         stat.evidences = len(kept)
+    except ModelError:
+        raise  # a model failure is the run's (the floor), not one branch's
     except (VeracityError, SQLAlchemyError, OSError) as exc:
         logger.warning("run %s branch %s failed: %s", task["run_id"], subtask.id, exc)
         stat.status, stat.error = "failed", f"{type(exc).__name__}: {exc}"
