@@ -36,6 +36,9 @@ async def test_a_runtime_runs_a_question_end_to_end_and_closes_in_order(tmp_path
             service.graph,
             service.semantics,
         )
+        second = await other.start(question="Can I change my plan?", template="support_answer")
+        assert other.leases.upkeep_running  # its run keeps a lease
+        await other.wait(second)
     assert not service.leases.upkeep_running and not other.leases.upkeep_running  # leases no longer renewed
 
 

@@ -48,14 +48,19 @@ MAX_SENTENCES = 8
 NEAREST = 3
 
 
+def nearest_share(similarity: np.ndarray, positive: np.ndarray, k: int) -> np.ndarray:
+    """Per row of ``similarity`` (rows against a pool), the share of its ``k`` most similar pool items that are
+    ``positive``."""
+    if len(similarity) == 0:
+        return np.zeros(0)
+    nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
+    return np.asarray(positive[nearest].mean(axis=1), dtype=np.float64)
+
+
 def neighbour_share(vectors: np.ndarray, pool: np.ndarray, positive: np.ndarray, k: int) -> np.ndarray:
     """Per row of ``vectors``, the share of its ``k`` nearest rows of ``pool`` (by cosine: the rows are
     L2-normalised) that are ``positive``."""
-    if len(vectors) == 0:
-        return np.zeros(0)
-    similarity = vectors.astype(np.float32) @ pool.T.astype(np.float32)
-    nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
-    return np.asarray(positive[nearest].mean(axis=1), dtype=np.float64)
+    return nearest_share(vectors.astype(np.float32) @ pool.T.astype(np.float32), positive, k)
 
 
 @cache
@@ -164,6 +169,15 @@ class LearnedScreen:
         self.semantic = semantic
         self.examples = examples
         self.mode = "semantic" if semantic is not None else "lexical"
+        self._pools: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
+        """Per class with neighbours: which training messages are its pool (None: all of them; the advice classes
+        exclude crises, as their models were fitted) and which of those are that class."""
+        if examples is not None:
+            labels = np.asarray(examples[1])
+            for name, head in heads.items():
+                if head.neighbours:
+                    pool = None if name == CRISIS else labels != CRISIS
+                    self._pools[name] = (pool, (labels if pool is None else labels[pool]) == name)
 
     def score(self, text: str, *, explain: bool = True) -> ScreenScore:
         """Every class's probability for one message; ``explain`` adds the nearest training examples."""
@@ -174,10 +188,15 @@ class LearnedScreen:
             pieces += [s for s in sentences if s != text]
         whole, cues = lexical_features(text)
         rows = feature_rows(pieces, self.semantic, [whole])
-        probabilities = {name: float(self._probability(name, rows[:1])[0]) for name in self.heads}
+        # Each piece against every training message, once: the neighbours and the explanation both read it.
+        similarity = None
+        if self.examples is not None:
+            vectors = self.examples[0]
+            similarity = rows[:, : vectors.shape[1]].astype(np.float32) @ vectors.T
+        probabilities = {name: float(self._probability(name, rows[:1], similarity, 0)[0]) for name in self.heads}
         sentence = None
         if len(pieces) > 1:
-            by_sentence = self._probability(CRISIS, rows[1:])
+            by_sentence = self._probability(CRISIS, rows[1:], similarity, 1)
             best = int(np.argmax(by_sentence))
             if by_sentence[best] > probabilities[CRISIS]:
                 probabilities[CRISIS], sentence = float(by_sentence[best]), pieces[1 + best]
@@ -185,30 +204,25 @@ class LearnedScreen:
             probabilities=probabilities,
             thresholds={name: head.threshold for name, head in self.heads.items()},
             cues=cues,
-            nearest=self._nearest(rows[0]) if explain and self.examples is not None else [],
+            nearest=self._nearest(similarity[0]) if explain and similarity is not None else [],
             sentence=sentence,
             mode=self.mode,
         )
 
-    def _probability(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """The class's logistic probability, averaged with its share among the nearest training messages when the
-        fit chose neighbours (the advice classes' neighbours are drawn from messages that are not a crisis, as
-        their models were fitted)."""
+    def _probability(self, name: str, rows: np.ndarray, similarity: np.ndarray | None, first: int) -> np.ndarray:
+        """The class's logistic probability for ``rows``, averaged with its share among their nearest training
+        messages when the fit chose neighbours (``similarity[first:]`` holds those rows against every message)."""
         head = self.heads[name]
         p = head.model.probability(rows)
-        if head.neighbours and self.examples is not None:
-            vectors, labels, _ = self.examples
-            pool = np.ones(len(labels), dtype=bool) if name == CRISIS else np.asarray(labels) != CRISIS
-            share = neighbour_share(
-                rows[:, : vectors.shape[1]], vectors[pool], np.asarray(labels)[pool] == name, head.neighbours
-            )
-            p = (p + share) / 2
+        if name in self._pools and similarity is not None:
+            pool, positive = self._pools[name]
+            against = similarity[first : first + len(rows)]
+            p = (p + nearest_share(against if pool is None else against[:, pool], positive, head.neighbours)) / 2
         return np.asarray(p)
 
-    def _nearest(self, row: np.ndarray) -> list[Example]:
+    def _nearest(self, similarity: np.ndarray) -> list[Example]:
         assert self.examples is not None
-        vectors, labels, texts = self.examples
-        similarity = vectors @ row[: vectors.shape[1]].astype(np.float32)
+        _, labels, texts = self.examples
         order = np.argsort(-similarity)[:NEAREST]
         return [Example(labels[i], texts[i], round(float(similarity[i]), 3)) for i in order]
 

@@ -52,7 +52,9 @@ class Runtime:
     @property
     def service(self) -> RunService:
         if self._service is None:
-            self._service = self._build(self.settings, None)
+            if self.models is None:
+                self.models = build_models(self.settings)
+            self._service = RunService.from_settings(self.settings, self.sessionmaker, self.models, graph=self.graph)
         return self._service
 
     def service_for(self, *, registry: SpecRegistry) -> RunService:
@@ -74,11 +76,6 @@ class Runtime:
         )
         self._extra.append(service)
         return service
-
-    def _build(self, settings: Settings, registry: SpecRegistry | None) -> RunService:
-        if self.models is None:
-            self.models = build_models(self.settings)
-        return RunService.from_settings(settings, self.sessionmaker, self.models, registry=registry, graph=self.graph)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Let the services' runs finish (up to ``timeout``; the rest are cancelled and recorded as interrupted)
