@@ -23,6 +23,7 @@ from fixture_site import FixtureSite
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.domain import Subtask
+from veracity.events import Event
 from veracity.fetch.cache import CachedFetcher
 from veracity.fetch.http import HttpFetcher
 from veracity.fetch.types import FetchPolicy
@@ -89,8 +90,8 @@ async def _context(site: FixtureSite, db_dir: Path, tag: str, marks: dict[str, f
     await asyncio.to_thread(upgrade, url)
     engine = make_engine(url)
 
-    async def emit(name: str, _payload: dict[str, Any]) -> None:
-        marks.setdefault(name, time.perf_counter())
+    async def emit(event: Event) -> None:
+        marks.setdefault(event.name, time.perf_counter())
 
     pages = CachedFetcher(
         fetcher=HttpFetcher(FetchPolicy(allow_loopback=True, timeout_seconds=10)),

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from veracity.events import Complete, decode
 from veracity.runs.model_set import ModelSet
 from veracity.runs.runtime import open_runtime
 from veracity.runs.service import RunService
@@ -95,8 +96,9 @@ async def one_run(service: RunService, question: str) -> tuple[float, float, str
         if first is None:
             first = time.perf_counter() - started
         last_name = event.name
-        if event.name == "complete":
-            outcome = str(event.payload.get("outcome", ""))
+        done = decode(event.name, event.payload)
+        if isinstance(done, Complete):
+            outcome = done.outcome
     total = time.perf_counter() - started
     return (first or total) * 1000, total * 1000, last_name, outcome
 

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from conftest import make_settings
 from veracity.db.engine import make_engine
 from veracity.db.models import ResearchRun, RunEvent
-from veracity.runs.events import PIPELINE_EVENTS
+from veracity.events import PIPELINE_EVENTS
 
 QUESTION = {
     "question": "coffee production and the coffee market",

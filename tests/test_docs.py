@@ -1,11 +1,11 @@
-"""Docs stay true by test: every setting is in .env.example and the README; every event has a partial."""
+"""Docs stay true by test: every setting is in .env.example and the README, every event in the README."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
 
-from veracity.runs.events import ALL_EVENTS
+from veracity.events import ALL_EVENTS
 from veracity.runs.reducer import RunView, apply
 from veracity.settings import flat_fields
 
@@ -21,13 +21,11 @@ def test_every_setting_is_documented_in_env_example_and_readme() -> None:
         assert f"`{name}`" in readme, f"{name} missing from the README settings table"
 
 
-def test_every_event_name_is_in_the_readme_and_renders_a_timeline_row() -> None:
+def test_every_event_name_is_in_the_readme() -> None:
+    # That each has its own timeline row and partials: tests/test_events.py, over one example of every model.
     readme = (ROOT / "README.md").read_text()
     for name in ALL_EVENTS:
         assert f"`{name}`" in readme, f"event {name} missing from the README events table"
-        view = RunView(run_id="r")
-        apply(view, 1, name, {"subtask_id": "st1", "status": "done"}, datetime.now(UTC))
-        assert view.timeline[-1].name == name and view.timeline[-1].summary
 
 
 def test_reducer_ignores_late_or_repeated_events_and_status_only_moves_forward() -> None:

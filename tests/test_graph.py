@@ -9,13 +9,13 @@ import pytest
 
 from veracity.compose.extractive import pick_claims
 from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask
+from veracity.events import PIPELINE_EVENTS, Event
 from veracity.graph.builder import NODE_ORDER, build_graph
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
 from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan
 from veracity.guards.citations import citation_violations
 from veracity.ports import ComposeRequest, SearchHit
-from veracity.runs.events import PIPELINE_EVENTS
 from veracity.settings import LimitSettings
 from veracity.specs.registry import SpecRegistry
 from veracity.synthesis import SectionFit, route_shard
@@ -51,8 +51,8 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
 
-    async def __call__(self, name: str, payload: dict[str, Any]) -> None:
-        self.events.append((name, payload))
+    async def __call__(self, event: Event) -> None:
+        self.events.append((event.name, event.payload()))  # as stored
 
     @property
     def names(self) -> list[str]:

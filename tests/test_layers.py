@@ -30,7 +30,7 @@ PACKAGE = Path(veracity.__file__).parent
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "__init__ ports errors domain specs settings text checks messages prompts",
+        "__init__ ports errors domain events specs settings text checks messages prompts",
         "db fetch rank migrations",
         "semantic synthesis",
         "models",

@@ -26,7 +26,6 @@ from veracity.progress import (  # light: tqdm is imported only when a bar is dr
     Mode,
     _Progress,
     resolve_mode,
-    run_failure,
     wants_colour,
 )
 from veracity.settings import Settings, get_settings
@@ -198,9 +197,11 @@ async def _result(rt: Runtime, run_id: str) -> tuple[Any, str | None]:
         if artifact is not None:
             return artifact, None
         run = await runs_repo.get_run(session=session, run_id=run_id)
-        errors = [e.payload for e in await runs_repo.events_after(session=session, run_id=run_id) if e.name == "error"]
-    if errors:
-        return None, run_failure(errors[-1])
+        from veracity.runs.reducer import failure_text, reduce_events
+
+        view = reduce_events(run_id, await runs_repo.events_after(session=session, run_id=run_id))
+    if view.error:
+        return None, failure_text(view.error, view.error_detail)
     return None, run.error if run is not None and run.error else "the run produced no report"
 
 
@@ -217,7 +218,7 @@ async def _ask(args: argparse.Namespace, settings: Settings) -> int:
         with AskProgress(mode, stream=sys.stderr) as progress:
             progress.started(run_id)
             async for event in service.tail(run_id):
-                progress.event(event.seq, event.name, event.payload)
+                progress.event(event.seq, event.name, event.payload, event.created_at)
             await service.wait(run_id)
         artifact, failure = await _result(rt, run_id)
     if artifact is None:

@@ -122,7 +122,9 @@ class Encoder(Protocol):
 class Planner(Protocol):
     name: str
 
-    async def plan(self, question: str, spec: Spec) -> tuple[list[Subtask], dict[str, Any]]: ...
+    async def plan(self, question: str, spec: Spec) -> tuple[list[Subtask], list[str]]:
+        """The subtasks, and the sections a reflection on the first plan added (empty when none did)."""
+        ...
 
 
 @dataclass

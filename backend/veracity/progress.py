@@ -22,11 +22,13 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TextIO, cast
 
-from veracity.runs.events import PIPELINE_EVENTS
+from veracity.events import PIPELINE_EVENTS, Complete
+from veracity.runs.reducer import Line, RunView, apply, failure_text
 
 FALLBACK_COLUMNS = 100
 
@@ -215,16 +217,9 @@ _STAGES = {
 }
 
 
-def run_failure(payload: Mapping[str, Any]) -> str:
-    """What an ``error`` event says: its message (a stable code or a sentence), then the ``detail`` a reader needs
-    to understand it when there is one (``store_artifact_loop_abort: The pre-persistence gate rejected …``)."""
-    message = str(payload.get("message") or "")
-    detail = payload.get("detail")
-    return f"{message}: {detail}" if detail else message
-
-
 class AskProgress(_Progress):
-    """Follows a run's events: a bar over the pipeline's stages, or one plain line per event.
+    """Follows a run's events through the run page's own reducer: a bar over the pipeline's stages, or one plain
+    line per event.
 
     Plain lines are ``[SEQ] EVENT`` (then ``SUBTASK STATUS`` for branch events), then ``key=value`` fields:
     ``[  6] retrieve_map_progress s1 done queries=2 pages=5 evidences=7``.
@@ -237,173 +232,74 @@ class AskProgress(_Progress):
         self.total = total or len(PIPELINE_EVENTS)
         self.position = 0
         self.stage = "starting"
-        self.branches: dict[str, dict[str, Any]] = {}
-        self.branch_total = 0
-        self.page_errors_seen: dict[str, int] = {}
-        self.attempt = 0
-        self.verdict: str | None = None
-        self.decision: str | None = None
-        self.outcome: str | None = None
-        self.failed = False
-        self.failure: str | None = None
-        """The run's ``error`` event as one sentence (``run_failure``), once seen."""
-        self.model_calls = 0
+        self.view = RunView(run_id="")
+
+    @property
+    def failure(self) -> str | None:
+        """The run's ``error`` event as one sentence, once seen."""
+        view = self.view
+        return failure_text(view.error or "", view.error_detail) if view.status == "failed" else None
 
     def started(self, run_id: str) -> None:
         """The run's ID on a line of its own (to open it in the browser later), then the bar."""
+        self.view.run_id = run_id
         self.display.line(f"run {run_id} started")
         self.display.open_bar(self.total)
 
     # ---- the counters ------------------------------------------------------------------------------
     def description(self, ending: str | None = None) -> str:
+        view = self.view
         if ending is not None:
             stage = ending
-        elif self.outcome is not None:
-            stage = f"complete: {self.outcome}"
-        elif self.failed:
+        elif view.outcome is not None:
+            stage = f"complete: {view.outcome}"
+        elif view.status == "failed":
             stage = "failed"
-        elif self.stage == "decided" and self.decision:
-            stage = f"decided: {self.decision}"
+        elif self.stage == "decided" and view.decision:
+            stage = f"decided: {view.decision}"
         else:
             stage = self.stage
         parts = [stage]
-        if self.branch_total:
-            done = sum(1 for b in self.branches.values() if b.get("status") in ("done", "failed"))
-            failed = sum(1 for b in self.branches.values() if b.get("status") == "failed")
-            parts.append(f"branches {done}/{self.branch_total}" + (f" ({failed} failed)" if failed else ""))
-            for key in ("queries", "pages", "evidences"):
-                parts.append(f"{key} {sum(int(b.get(key) or 0) for b in self.branches.values())}")
-        if self.attempt:
-            parts.append(f"draft {self.attempt}")
-        if self.verdict:
-            parts.append(f"verdict {self.verdict}")
-        if self.model_calls:
-            parts.append(f"model calls {self.model_calls}")
+        branches = list(view.branches.values())
+        if branches:
+            done = sum(1 for b in branches if b.retrieve in ("done", "failed"))
+            failed = sum(1 for b in branches if b.retrieve == "failed")
+            parts.append(f"branches {done}/{len(branches)}" + (f" ({failed} failed)" if failed else ""))
+            parts += [
+                f"queries {sum(b.queries for b in branches)}",
+                f"pages {sum(b.pages for b in branches)}",
+                f"evidences {sum(b.evidences for b in branches)}",
+            ]
+        if view.attempt:
+            parts.append(f"draft {view.attempt}")
+        if view.verdict:
+            parts.append(f"verdict {view.verdict}")
+        if view.model_calls:
+            parts.append(f"model calls {view.model_calls}")
         return ", ".join(parts)
 
-    def event(self, seq: int, name: str, payload: dict[str, Any]) -> None:
+    def event(self, seq: int, name: str, payload: dict[str, Any], created_at: datetime | None = None) -> None:
         """One stored event of the run, in order."""
-        notes = self._track(name, payload)
+        line = apply(self.view, seq, name, payload, created_at or datetime.now(UTC))
+        if line is None:
+            return  # late or repeated
+        self.stage = _STAGES.get(name, self.stage)
         if name in PIPELINE_EVENTS:
             self.position = max(self.position, PIPELINE_EVENTS.index(name) + 1)
+        if name == Complete.name:
+            self.position = self.total
         if self.display.mode == "plain":
-            self.display.line(self.plain_line(seq, name, payload))
+            self.display.line(self.plain_line(seq, name, line))
             return
         self.display.open_bar(self.total)
-        for text, failure in notes:
+        for text, failure in line.notes:
             self.display.line(text, failure=failure)
         self.display.show(self.position, self.description())
 
-    def _track(self, name: str, p: dict[str, Any]) -> list[tuple[str, bool]]:
-        """Update the counters; the lines worth keeping above the bar (text, is_failure)."""
-        notes: list[tuple[str, bool]] = []
-        self.stage = _STAGES.get(name, self.stage)
-        if name == "route_decided" and p.get("route") not in (None, "proceed"):
-            notes.append((f"routed: {p.get('route')} ({p.get('reason', '')})", False))
-        elif name == "retrieve_map_started":
-            subtasks = p.get("subtasks") or []
-            self.branch_total = len(subtasks)
-            for s in subtasks:
-                self.branches.setdefault(str(s.get("subtask_id")), {"status": s.get("status", "pending")})
-        elif name == "retrieve_map_progress":
-            sid = str(p.get("subtask_id"))
-            before = self.branches.get(sid, {}).get("status")
-            self.branches[sid] = {k: p.get(k) for k in ("status", "queries", "pages", "evidences")}
-            self.branch_total = max(self.branch_total, len(self.branches))
-            seen = self.page_errors_seen.get(sid, 0)
-            page_errors = p.get("page_errors") or []
-            for err in page_errors[seen:]:
-                notes.append((f"branch {sid}: page failed: {err}", True))
-            self.page_errors_seen[sid] = max(seen, len(page_errors))
-            if p.get("status") == "failed" and before != "failed":
-                notes.append((f"branch {sid} failed: {p.get('error') or 'no reason given'}", True))
-        elif name == "draft_composed":
-            self.attempt = int(p.get("attempt") or self.attempt + 1)
-            if p.get("failure"):
-                notes.append((f"draft {self.attempt} failed: {p['failure']}", True))
-            elif p.get("malformed"):
-                notes.append((f"draft {self.attempt} was malformed", True))
-        elif name == "self_check_complete":
-            self.verdict = p.get("verdict")
-        elif name == "revise_requested":
-            notes.append((f"draft {p.get('attempt', self.attempt)} sent back: {p.get('reason', '')}", False))
-        elif name == "gate_rejected":
-            problems = "; ".join(str(x) for x in p.get("problems") or [])
-            notes.append((f"gate rejected the {p.get('outcome')} report ({p.get('rejection')}): {problems}", True))
-        elif name == "synthesize_complete":
-            self.decision = p.get("decision")
-        elif name == "model_call":
-            self.model_calls += 1
-        elif name == "complete":
-            self.outcome = str(p.get("outcome"))
-            self.position = self.total
-        elif name == "error":
-            self.failed = True
-            self.failure = run_failure(p)
-            notes.append((f"run failed: {self.failure}", True))
-        return notes
-
     @staticmethod
-    def plain_line(seq: int, name: str, p: dict[str, Any]) -> str:
-        head = f"[{seq:>3}] {name}"
-        if "subtask_id" in p:
-            head += f" {p['subtask_id']} {p.get('status', '')}".rstrip()
-        fields: list[tuple[str, object]] = []
-        if name == "run_started":
-            fields = [("template", p.get("template")), ("corpus", p.get("corpus"))]
-        elif name == "route_decided":
-            fields = [("route", p.get("route"))]
-            if p.get("route") != "proceed":
-                fields.append(("reason", p.get("reason")))
-        elif name == "planner_complete":
-            fields = [("subtasks", len(p.get("subtasks") or [])), ("planner", p.get("planner"))]
-        elif name == "retrieve_map_started":
-            fields = [("branches", len(p.get("subtasks") or []))]
-        elif name == "retrieve_map_progress":
-            fields = [(k, p.get(k)) for k in ("queries", "pages", "evidences")]
-            if p.get("page_errors"):
-                fields.append(("page_errors", len(p["page_errors"])))
-            if p.get("error"):
-                fields.append(("error", p["error"]))
-        elif name == "retrieve_merge_complete":
-            fields = [("evidences_before", p.get("evidences_before")), ("evidences_after", p.get("evidences_after"))]
-        elif name == "retrieve_complete":
-            fields = [
-                ("evidences", p.get("evidences")),
-                ("pages", p.get("pages")),
-                ("failed_branches", len(p.get("failed_branches") or [])),
-            ]
-        elif name == "synthesize_map_progress":
-            fields = [("evidences", p.get("evidences"))]
-        elif name == "synthesize_merge_complete":
-            fields = [("backfilled", len(p.get("backfilled") or []))]
-        elif name == "draft_composed":
-            fields = [("attempt", p.get("attempt")), ("claims", p.get("claims"))]
-            if p.get("malformed"):
-                fields.append(("malformed", True))
-            if p.get("failure"):
-                fields.append(("failure", p["failure"]))
-        elif name == "self_check_complete":
-            fields = [("attempt", p.get("attempt")), ("verdict", p.get("verdict")), ("claims", p.get("claims"))]
-        elif name == "revise_requested":
-            fields = [("attempt", p.get("attempt")), ("reason", p.get("reason"))]
-        elif name == "gate_rejected":
-            fields = [
-                ("outcome", p.get("outcome")),
-                ("rejection", p.get("rejection")),
-                ("problems", "; ".join(str(x) for x in p.get("problems") or [])),
-            ]
-        elif name == "synthesize_complete":
-            fields = [("decision", p.get("decision")), ("attempts", p.get("attempts"))]
-        elif name == "model_call":
-            fields = [(k, p.get(k)) for k in ("role", "model", "prompt_tokens", "completion_tokens", "ms", "error")]
-            if p.get("finish_reason") == "length":
-                fields.append(("finish_reason", "length"))
-        elif name == "complete":
-            fields = [("outcome", p.get("outcome"))]
-        elif name == "error":
-            fields = [("message", p.get("message")), ("detail", p.get("detail"))]
-        rest = " ".join(field(k, v) for k, v in fields if v is not None)
+    def plain_line(seq: int, name: str, line: Line) -> str:
+        head = f"[{seq:>3}] {name}" + (f" {line.subject}" if line.subject else "")
+        rest = " ".join(field(k, v) for k, v in line.fields if v is not None)
         return f"{head} {rest}" if rest else head
 
 

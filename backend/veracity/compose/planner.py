@@ -109,8 +109,8 @@ class ModelPlanner:
         self.chat = chat
         self.name = f"model:{chat.model}"
 
-    async def plan(self, question: str, spec: Spec) -> tuple[list[Subtask], dict[str, Any]]:
-        """Subtasks, and a record of what the planner and its reflection did (for the event and the audit)."""
+    async def plan(self, question: str, spec: Spec) -> tuple[list[Subtask], list[str]]:
+        """Subtasks, and the sections the reflection added (for the event and the audit)."""
         user = (
             f"Question: {question.strip()}\n\nSections (id: title — what goes there):\n{_sections_text(spec)}\n\n"
             f"At most {spec.budgets.max_subtasks} subtasks, {spec.budgets.queries_per_subtask} queries each."
@@ -121,7 +121,7 @@ class ModelPlanner:
         room = spec.budgets.max_subtasks - len(subtasks)
         if room <= 0 or routed >= {s.id for s in spec.evidence_sections}:
             # Nothing the reflection says could change the plan: no call spent on it.
-            return subtasks, {"reflection_added": []}
+            return subtasks, []
         listing = "\n".join(f"- {t.id}: {t.question} → {', '.join(t.target_sections)}" for t in subtasks)
         reflect_user = f"Question: {question.strip()}\n\nSections:\n{_sections_text(spec)}\n\nPlan:\n{listing}"
         reflection = parse_as(
@@ -132,7 +132,7 @@ class ModelPlanner:
         subtasks += self._subtasks(
             question, spec, [(m.question, [m.section], m.queries) for m in added[:room]], start=len(subtasks)
         )
-        return subtasks, {"reflection_added": [m.section for m in added[:room]]}
+        return subtasks, [m.section for m in added[:room]]
 
     @staticmethod
     def _subtasks(

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from veracity.events import Event
 from veracity.guards.screen_model import LearnedScreen, learned_screen
 from veracity.ports import Composer, GroundingJudge, HitRanker, PageSource, Planner, Reviewer, SearchProvider
 from veracity.semantic.model import SemanticModel
@@ -15,7 +16,8 @@ from veracity.settings import LimitSettings
 from veracity.specs.models import Spec
 
 T = TypeVar("T")
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+Emit = Callable[[Event], Awaitable[None]]
+"""Persist one event of the run (then its readers see it)."""
 Audit = Callable[[str, int, dict[str, Any]], Awaitable[None]]
 """Record one audit-trail entry: (stage, attempt, payload)."""
 

@@ -12,6 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from veracity import messages
 from veracity.domain import Report
+from veracity.events import GateRejected
 from veracity.graph.context import Context
 from veracity.guards import gate
 from veracity.models.usage import current_meter
@@ -62,9 +63,7 @@ async def gate_and_store(
         rejections += 1
         logger.warning("run %s gate rejected the %s report (%d)", run_id, report.outcome, rejections)
         await journal.emit(
-            run_id,
-            "gate_rejected",
-            {"outcome": report.outcome, "rejection": rejections, "problems": [p.detail for p in problems]},
+            run_id, GateRejected(outcome=report.outcome, rejection=rejections, problems=[p.detail for p in problems])
         )
         if rejections >= gate.MAX_REJECTIONS:
             await journal.audit(run_id, "abort", attempt, {"reason": gate.LOOP_ABORT, "rejections": rejections})

@@ -15,7 +15,7 @@ from veracity.db import runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import Report
 from veracity.errors import NotFound
-from veracity.runs.events import TERMINAL_EVENTS
+from veracity.events import TERMINAL_EVENTS, Complete, Event, RunFailed
 from veracity.runs.notifier import RunNotifier
 from veracity.runs.report import render_markdown
 from veracity.settings import Settings
@@ -30,13 +30,13 @@ class Journal:
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def emit(self, run_id: str, name: str, payload: dict[str, Any]) -> None:
+    async def emit(self, run_id: str, event: Event) -> None:
         """Persist one event, then wake its readers. The run's lease is not touched here: ``keep_leases`` renews
         it (every run is begun by ``start``, which starts that upkeep), so the hot path pays one INSERT only."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             async with self.sessionmaker() as session, session.begin():
-                await runs_repo.append_event(session=session, run_id=run_id, name=name, payload=payload)
+                await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=event.payload())
         await self.notifier.notify(run_id)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
@@ -83,16 +83,14 @@ class Journal:
                     outcome=candidate.outcome,
                     metrics=dict(candidate.metrics),
                 )
+                complete = Complete(
+                    outcome=candidate.outcome,
+                    version=artifact.version,
+                    report=candidate.model_dump(mode="json"),
+                    metrics=candidate.metrics,
+                )
                 await runs_repo.append_event(
-                    session=session,
-                    run_id=run_id,
-                    name="complete",
-                    payload={
-                        "outcome": candidate.outcome,
-                        "version": artifact.version,
-                        "report": candidate.model_dump(mode="json"),
-                        "metrics": candidate.metrics,
-                    },
+                    session=session, run_id=run_id, name=complete.name, payload=complete.payload()
                 )
         await self.notifier.notify(run_id)
         self._locks.pop(run_id, None)
@@ -101,10 +99,10 @@ class Journal:
         """The run ends without an artifact: ``message`` is its error (a stable code or sentence), ``detail``
         what a reader needs to understand it."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
-        payload = {"message": message, **({"detail": detail} if detail else {})}
+        failed = RunFailed(message=message, detail=detail or None)
         async with lock:
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.set_run_status(session=session, run_id=run_id, status="failed", error=message)
-                await runs_repo.append_event(session=session, run_id=run_id, name="error", payload=payload)
+                await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
         await self.notifier.notify(run_id)
         self._locks.pop(run_id, None)

@@ -7,10 +7,38 @@ or branch status only moves forward (pending → running → done/failed), count
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from pydantic import ConfigDict
+
+from veracity.events import (
+    Complete,
+    DraftComposed,
+    Event,
+    GateRejected,
+    ModelCall,
+    OpenedSource,
+    PlannerComplete,
+    RetrieveComplete,
+    RetrieveMapProgress,
+    RetrieveMapStarted,
+    RetrieveMergeComplete,
+    ReviseRequested,
+    RouteDecided,
+    RunFailed,
+    RunStarted,
+    SelfCheckComplete,
+    SourceUse,
+    SynthesizeComplete,
+    SynthesizeMapProgress,
+    SynthesizeMergeComplete,
+    Unrecognised,
+    Usage,
+    decode,
+)
 from veracity.graph.builder import NODE_ORDER
 
 STATUS_RANK = {"pending": 0, "skipped": 1, "running": 2, "revise": 3, "done": 4, "failed": 5}
@@ -30,6 +58,27 @@ class Branch:
     pages: int = 0
     evidences: int = 0
     error: str | None = None
+    page_errors: list[str] = field(default_factory=list)
+
+
+class InspectorRow(OpenedSource):
+    """A row of the source inspector: what was opened, and every branch that read it."""
+
+    model_config = ConfigDict(frozen=False)
+    subtasks: list[str]
+
+
+class StoredEvent(Protocol):
+    """A stored event row (``veracity.db.models.RunEvent``)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def payload(self) -> dict[str, Any]: ...
+    @property
+    def created_at(self) -> datetime: ...
 
 
 @dataclass
@@ -54,23 +103,31 @@ class RunView:
     node_notes: dict[str, str] = field(default_factory=dict)
     branches: dict[str, Branch] = field(default_factory=dict)
     timeline: list[TimelineRow] = field(default_factory=list)
-    sources: list[dict[str, Any]] = field(default_factory=list)
-    opened: dict[int, dict[str, Any]] = field(default_factory=dict)
+    sources: list[SourceUse] = field(default_factory=list)
+    opened: dict[int, InspectorRow] = field(default_factory=dict)
     """Pages and passages opened, by their run-wide opening order (the source inspector)."""
-    sections: dict[str, int | str] = field(default_factory=dict)
+    sections: dict[str, int] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     outcome: str | None = None
     error: str | None = None
     error_detail: str | None = None
-    model_usage: dict[str, Any] | None = None
+    model_usage: Usage | None = None
     """Model calls, tokens and cost so far (from the last ``model_call``)."""
+    model_calls: int = 0
+    """``model_call`` events seen."""
+    attempt: int = 0
+    """The latest draft's attempt number."""
+    verdict: str | None = None
+    """The latest self-check's verdict."""
+    decision: str | None = None
+    """The decide node's decision, once taken."""
     revisions: int = 0
     """How many times the bounded revise loop was taken (``revise_requested``)."""
     version: int | None = None
     """The artifact version the report shown is (the one ``complete`` wrote, or one picked from the history)."""
 
     @property
-    def opened_in_order(self) -> list[dict[str, Any]]:
+    def opened_in_order(self) -> list[InspectorRow]:
         return [self.opened[k] for k in sorted(self.opened)]
 
     def source_sections(self, subtasks: list[str], doc_id: str | None = None) -> str:
@@ -104,180 +161,303 @@ def _branch(view: RunView, subtask_id: str) -> Branch:
     return view.branches.setdefault(subtask_id, Branch(subtask_id=subtask_id))
 
 
-def _summary(name: str, p: dict[str, Any]) -> tuple[str, str]:
-    """(one-line summary, kind) for the timeline."""
-    if name == "run_started":
-        return f"template {p.get('template')} on corpus {p.get('corpus')}", "info"
-    if name == "planner_complete":
-        return f"{len(p.get('subtasks', []))} subtasks planned", "info"
-    if name == "retrieve_map_started":
-        return f"{len(p.get('subtasks', []))} retrieve branches started", "info"
-    if name in ("retrieve_map_progress", "synthesize_map_progress"):
-        extra = f"{p.get('queries', 0)} queries, {p.get('pages', 0)} pages, " if name.startswith("retrieve") else ""
-        kind = "failure" if p.get("status") == "failed" else "progress"
-        text = f"{p.get('subtask_id')} {p.get('status')}: {extra}{p.get('evidences', 0)} evidences"
-        if p.get("error"):
-            text += f" — {p['error']}"
-        if p.get("page_errors"):
-            text += f" — {len(p['page_errors'])} page(s) failed: {'; '.join(p['page_errors'][:3])}"
-            kind = "failure"
-        return text, kind
-    if name == "retrieve_merge_complete":
-        return (
-            f"{p.get('evidences_after')} evidences after removing {p.get('duplicates_removed')} duplicates",
-            "info",
-        )
-    if name == "retrieve_complete":
-        failed = p.get("failed_branches") or []
-        text = f"{p.get('evidences')} evidences from {len(p.get('sources', []))} sources"
-        return (text + f"; failed branches: {', '.join(failed)}", "failure") if failed else (text, "info")
-    if name == "synthesize_merge_complete":
-        routed = ", ".join(f"{k}: {v}" for k, v in p.get("sections", {}).items())
-        return f"evidence per section — {routed or 'none routed'}", "info"
-    if name == "draft_composed":
-        if p.get("failure"):
-            return f"attempt {p.get('attempt')}: {p['failure']}", "failure"
-        told = f", told {p.get('told')} violation(s) of the last attempt" if p.get("told") else ""
-        shape = "malformed output" if p.get("malformed") else f"{p.get('claims', 0)} claims"
-        kind = "guard" if p.get("malformed") else ("retry" if int(p.get("attempt") or 1) > 1 else "info")
-        return f"attempt {p.get('attempt')} by {p.get('composer')}: {shape}{told}", kind
-    if name == "self_check_complete":
-        n = len(p.get("violations", []))
-        layers = ", ".join(f"{k.upper()} {v}" for k, v in p.get("layers", {}).items())
-        review = p.get("review") or {}
-        return (
-            f"attempt {p.get('attempt')}: {layers}; reviewer {review.get('verdict', '-')}; "
-            f"verdict {p.get('verdict')}, {n} violation(s)",
-            "guard" if n or p.get("verdict") != "ok" else "info",
-        )
-    if name == "revise_requested":
-        return f"revise: {p.get('reason')}", "retry"
-    if name == "route_decided":
-        return f"route {p.get('route')}: {p.get('reason')}", "guard" if p.get("route") != "proceed" else "info"
-    if name == "gate_rejected":
-        return f"gate rejected the {p.get('outcome')} report: {'; '.join(p.get('problems', []))}", "failure"
-    if name == "synthesize_complete":
-        return f"decision {p.get('decision')}: {p.get('reason')}", "info"
-    if name == "model_call":
-        t = p.get("totals") or {}
-        cost = f", ${p['cost_usd']:.4f}" if p.get("cost_usd") is not None else ""
-        if p.get("error"):
-            return (
-                f"{p.get('role')} call to {p.get('model')} {p['error']} after {p.get('ms')} ms "
-                f"(run: {t.get('calls')} calls, {t.get('failed', 0)} failed)",
-                "failure",
+@dataclass(frozen=True)
+class Line:
+    """What one event says: the timeline's one-line summary and kind, the CLI's ``key=value`` fields, and the
+    lines worth keeping above a progress bar (text, is_failure)."""
+
+    summary: str
+    kind: str
+    fields: list[tuple[str, object]] = field(default_factory=list)
+    notes: list[tuple[str, bool]] = field(default_factory=list)
+    subject: str = ""
+    """Which branch, and its status, for a branch's event (``s1 done``)."""
+
+
+def _branch_line(view: RunView, e: RetrieveMapProgress) -> Line:
+    kind = "failure" if e.status == "failed" else "progress"
+    text = f"{e.subtask_id} {e.status}: {e.queries} queries, {e.pages} pages, {e.evidences} evidences"
+    fields: list[tuple[str, object]] = [("queries", e.queries), ("pages", e.pages), ("evidences", e.evidences)]
+    if e.error:
+        text += f" — {e.error}"
+    page_errors = e.page_errors or []
+    if page_errors:
+        text += f" — {len(page_errors)} page(s) failed: {'; '.join(page_errors[:3])}"
+        kind = "failure"
+        fields.append(("page_errors", len(page_errors)))
+    if e.error:
+        fields.append(("error", e.error))
+    before = view.branches.get(e.subtask_id)
+    seen = len(before.page_errors) if before else 0
+    notes = [(f"branch {e.subtask_id}: page failed: {err}", True) for err in page_errors[seen:]]
+    if e.status == "failed" and (before is None or before.retrieve != "failed"):
+        notes.append((f"branch {e.subtask_id} failed: {e.error or 'no reason given'}", True))
+    return Line(text, kind, fields, notes, subject=f"{e.subtask_id} {e.status}")
+
+
+def _model_line(e: ModelCall) -> Line:
+    t = e.totals
+    fields: list[tuple[str, object]] = [
+        ("role", e.role),
+        ("model", e.model),
+        ("prompt_tokens", e.prompt_tokens),
+        ("completion_tokens", e.completion_tokens),
+        ("ms", e.ms),
+        ("error", e.error),
+    ]
+    if e.error:
+        text = f"{e.role} call to {e.model} {e.error} after {e.ms} ms (run: {t.calls} calls, {t.failed} failed)"
+        return Line(text, "failure", fields)
+    cut = e.finish_reason == "length"
+    if cut:
+        fields.append(("finish_reason", "length"))
+    cost = f", ${e.cost_usd:.4f}" if e.cost_usd is not None else ""
+    text = (
+        f"{e.role} call to {e.model}: {e.prompt_tokens} prompt + {e.completion_tokens} completion tokens in "
+        f"{e.ms} ms{cost} (run: {t.calls} calls, {t.prompt_tokens} + {t.completion_tokens} tokens)"
+        + (" — cut off at the token cap" if cut else "")
+    )
+    return Line(text, "guard" if cut else "info", fields)
+
+
+def describe(view: RunView, event: Event | Unrecognised) -> Line:
+    """What ``event`` says, read against the view before it is applied (for what is new since)."""
+    match event:
+        case RunStarted():
+            return Line(
+                f"template {event.template} on corpus {event.corpus}",
+                "info",
+                [("template", event.template), ("corpus", event.corpus)],
             )
-        cut = " — cut off at the token cap" if p.get("finish_reason") == "length" else ""
-        return (
-            f"{p.get('role')} call to {p.get('model')}: {p.get('prompt_tokens')} prompt + "
-            f"{p.get('completion_tokens')} completion tokens in {p.get('ms')} ms{cost} "
-            f"(run: {t.get('calls')} calls, {t.get('prompt_tokens')} + {t.get('completion_tokens')} tokens){cut}",
-            "guard" if cut else "info",
-        )
-    if name == "complete":
-        return f"outcome {p.get('outcome')} (artifact v{p.get('version')})", "done"
-    if name == "error":
-        return str(p.get("message")) + (f" — {p['detail']}" if p.get("detail") else ""), "failure"
-    return name, "info"
+        case RouteDecided():
+            proceed = event.route == "proceed"
+            fields: list[tuple[str, object]] = [("route", event.route)]
+            if not proceed:
+                fields.append(("reason", event.reason))
+            notes = [] if proceed else [(f"routed: {event.route} ({event.reason})", False)]
+            return Line(f"route {event.route}: {event.reason}", "info" if proceed else "guard", fields, notes)
+        case PlannerComplete():
+            fields = [("subtasks", len(event.subtasks)), ("planner", event.planner or None)]
+            return Line(f"{len(event.subtasks)} subtasks planned", "info", fields)
+        case RetrieveMapStarted():
+            n = len(event.subtasks)
+            return Line(f"{n} retrieve branches started", "info", [("branches", n)])
+        case RetrieveMapProgress():
+            return _branch_line(view, event)
+        case RetrieveMergeComplete():
+            return Line(
+                f"{event.evidences_after} evidences after removing {event.duplicates_removed} duplicates",
+                "info",
+                [("evidences_before", event.evidences_before), ("evidences_after", event.evidences_after)],
+            )
+        case RetrieveComplete():
+            text = f"{event.evidences} evidences from {len(event.sources)} sources"
+            fields = [
+                ("evidences", event.evidences),
+                ("pages", event.pages),
+                ("failed_branches", len(event.failed_branches)),
+            ]
+            if event.failed_branches:
+                return Line(text + f"; failed branches: {', '.join(event.failed_branches)}", "failure", fields)
+            return Line(text, "info", fields)
+        case SynthesizeMapProgress():
+            return Line(
+                f"{event.subtask_id} {event.status}: {event.evidences} evidences",
+                "failure" if event.status == "failed" else "progress",
+                [("evidences", event.evidences)],
+                subject=f"{event.subtask_id} {event.status}",
+            )
+        case SynthesizeMergeComplete():
+            routed = ", ".join(f"{k}: {v}" for k, v in event.sections.items())
+            return Line(
+                f"evidence per section — {routed or 'none routed'}", "info", [("backfilled", len(event.backfilled))]
+            )
+        case DraftComposed():
+            fields = [("attempt", event.attempt), ("claims", event.claims)]
+            if event.malformed:
+                fields.append(("malformed", True))
+            if event.failure:
+                fields.append(("failure", event.failure))
+                failed = [(f"draft {event.attempt} failed: {event.failure}", True)]
+                return Line(f"attempt {event.attempt}: {event.failure}", "failure", fields, failed)
+            told = f", told {event.told} violation(s) of the last attempt" if event.told else ""
+            shape = "malformed output" if event.malformed else f"{event.claims} claims"
+            kind = "guard" if event.malformed else ("retry" if event.attempt > 1 else "info")
+            notes = [(f"draft {event.attempt} was malformed", True)] if event.malformed else []
+            return Line(f"attempt {event.attempt} by {event.composer}: {shape}{told}", kind, fields, notes)
+        case SelfCheckComplete():
+            n = len(event.violations)
+            layers = ", ".join(f"{k.upper()} {v}" for k, v in event.layers.items())
+            reviewer = event.review.verdict if event.review else "-"
+            return Line(
+                f"attempt {event.attempt}: {layers}; reviewer {reviewer}; verdict {event.verdict}, {n} violation(s)",
+                "guard" if n or event.verdict != "ok" else "info",
+                [("attempt", event.attempt), ("verdict", event.verdict), ("claims", event.claims)],
+            )
+        case ReviseRequested():
+            return Line(
+                f"revise: {event.reason}",
+                "retry",
+                [("attempt", event.attempt), ("reason", event.reason)],
+                [(f"draft {event.attempt} sent back: {event.reason}", False)],
+            )
+        case GateRejected():
+            problems = "; ".join(event.problems)
+            return Line(
+                f"gate rejected the {event.outcome} report: {problems}",
+                "failure",
+                [("outcome", event.outcome), ("rejection", event.rejection), ("problems", problems)],
+                [(f"gate rejected the {event.outcome} report ({event.rejection}): {problems}", True)],
+            )
+        case SynthesizeComplete():
+            return Line(
+                f"decision {event.decision}: {event.reason}",
+                "info",
+                [("decision", event.decision), ("attempts", event.attempts)],
+            )
+        case ModelCall():
+            return _model_line(event)
+        case Complete():
+            return Line(f"outcome {event.outcome} (artifact v{event.version})", "done", [("outcome", event.outcome)])
+        case RunFailed():
+            said = failure_text(event.message, event.detail)
+            return Line(
+                event.message + (f" — {event.detail}" if event.detail else ""),
+                "failure",
+                [("message", event.message), ("detail", event.detail)],
+                [(f"run failed: {said}", True)],
+            )
+        case Unrecognised():
+            return Line(f"{event.name} (not read by this version)", "info")
+    raise AssertionError(f"no description for {type(event).__name__}")  # pragma: no cover — every event has a case
 
 
-def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_at: datetime) -> RunView:
+def failure_text(message: str, detail: str | None) -> str:
+    """What an ``error`` event says: its message (a stable code or a sentence), then the ``detail`` a reader needs
+    to understand it when there is one (``store_artifact_loop_abort: The pre-persistence gate rejected …``)."""
+    return f"{message}: {detail}" if detail else message
+
+
+def _fold(view: RunView, event: Event | Unrecognised) -> None:
+    """The event's effect on the view."""
+    match event:
+        case RunStarted():
+            view.template, view.question = event.template, event.question
+            _set(view, "route", "running")
+        case RouteDecided():
+            _set(view, "route", "done")
+            view.node_notes["route"] = event.route
+        case PlannerComplete():
+            _set(view, "route", "done")
+            _set(view, "plan", "done")
+            for st in event.subtasks:
+                b = _branch(view, st.id)
+                b.question, b.targets = st.question, list(st.target_sections)
+        case RetrieveMapStarted():
+            _set(view, "retrieve", "running")
+            for pending in event.subtasks:
+                _branch(view, pending.subtask_id)
+        case RetrieveMapProgress():
+            b = _branch(view, event.subtask_id)
+            b.retrieve = _advance(b.retrieve, event.status)
+            b.queries, b.pages = max(b.queries, event.queries), max(b.pages, event.pages)
+            b.evidences = max(b.evidences, event.evidences)
+            b.error = event.error or b.error
+            if event.page_errors and len(event.page_errors) > len(b.page_errors):
+                b.page_errors = list(event.page_errors)
+            for row in event.sources or []:
+                entry = view.opened.setdefault(row.order, InspectorRow(**row.model_dump(), subtasks=[]))
+                if event.subtask_id not in entry.subtasks:
+                    entry.subtasks.append(event.subtask_id)
+        case RetrieveMergeComplete():
+            _set(view, "retrieve", "done")
+            _set(view, "retrieve_merge", "done")
+        case RetrieveComplete():
+            view.sources = list(event.sources)
+            view.node_notes["retrieve_merge"] = f"{event.evidences} evidences"
+        case SynthesizeMapProgress():
+            _set(view, "synthesize", "running")
+            b = _branch(view, event.subtask_id)
+            b.synthesize = _advance(b.synthesize, event.status)
+        case SynthesizeMergeComplete():
+            _set(view, "synthesize", "done")
+            _set(view, "synthesize_merge", "done")
+            _set(view, "compose", "running")
+            view.sections = dict(event.sections)
+        case DraftComposed():
+            _set(view, "compose", "failed" if event.failure else "done")
+            _set(view, "verify", "running")
+            view.node_notes["compose"] = f"attempt {event.attempt}"
+            view.attempt = max(view.attempt, event.attempt)
+        case SelfCheckComplete():
+            _set(view, "compose", "done")
+            _set(view, "verify", "done")
+            _set(view, "decide", "running")
+            view.node_notes["verify"] = f"verdict {event.verdict}"
+            view.verdict = event.verdict
+        case ReviseRequested():
+            view.revisions += 1
+            view.node_notes["decide"] = "revise"
+            view.node_notes["compose"] = f"attempt {event.attempt + 1}"
+        case SynthesizeComplete():
+            _set(view, "decide", "done")
+            view.decision = event.decision
+            view.node_notes["decide"] = DECISION_NOTES.get(event.decision, event.decision)
+        case ModelCall():
+            view.model_usage = event.totals
+            view.model_calls += 1
+        case Complete():
+            view.status = "done"
+            view.outcome = event.outcome
+            view.report = event.report
+            view.version = event.version
+            for node, status in view.nodes.items():
+                if status == "pending":
+                    view.nodes[node] = "skipped"
+        case RunFailed():
+            view.status = "failed"
+            view.error = event.message
+            view.error_detail = event.detail
+            for node, status in view.nodes.items():
+                view.nodes[node] = "failed" if status == "running" else ("skipped" if status == "pending" else status)
+        case GateRejected() | Unrecognised():
+            pass
+
+
+def apply_event(view: RunView, seq: int, event: Event | Unrecognised, created_at: datetime) -> Line | None:
+    """Fold one event into the view; what it says (None for a late or repeated event, which changes nothing)."""
     if seq <= view.last_seq:
-        return view  # late or repeated: already applied
+        return None  # late or repeated: already applied
     view.last_seq = seq
     if view.started_at is None:
         view.started_at = created_at
     offset = int((created_at - view.started_at).total_seconds() * 1000)
-    summary, kind = _summary(name, payload)
+    line = describe(view, event)
+    name = event.name
     view.timeline.append(
         TimelineRow(
             seq=seq,
             name=name,
             at=created_at.strftime("%H:%M:%S"),
             offset_ms=offset,
-            summary=summary,
-            kind=kind,
+            summary=line.summary,
+            kind=line.kind,
         )
     )
     if not view.finished:
         view.status = "running"
-    p = payload
-    if name == "run_started":
-        view.template, view.question = p.get("template", ""), p.get("question", "")
-        _set(view, "route", "running")
-    elif name == "route_decided":
-        _set(view, "route", "done")
-        view.node_notes["route"] = p.get("route", "")
-    elif name == "planner_complete":
-        _set(view, "route", "done")
-        _set(view, "plan", "done")
-        for st in p.get("subtasks", []):
-            b = _branch(view, st["id"])
-            b.question, b.targets = st.get("question", ""), list(st.get("target_sections", []))
-    elif name == "retrieve_map_started":
-        _set(view, "retrieve", "running")
-    elif name == "retrieve_map_progress":
-        b = _branch(view, p["subtask_id"])
-        b.retrieve = _advance(b.retrieve, p.get("status", "running"))
-        b.queries, b.pages = max(b.queries, p.get("queries", 0)), max(b.pages, p.get("pages", 0))
-        b.evidences = max(b.evidences, p.get("evidences", 0))
-        b.error = p.get("error") or b.error
-        for row in p.get("sources", []):
-            entry = view.opened.setdefault(int(row.get("order", 0)), {**row, "subtasks": []})
-            if p["subtask_id"] not in entry["subtasks"]:
-                entry["subtasks"].append(p["subtask_id"])
-    elif name == "retrieve_merge_complete":
-        _set(view, "retrieve", "done")
-        _set(view, "retrieve_merge", "done")
-    elif name == "retrieve_complete":
-        view.sources = list(p.get("sources", []))
-        view.node_notes["retrieve_merge"] = f"{p.get('evidences', 0)} evidences"
-    elif name == "synthesize_map_progress":
-        _set(view, "synthesize", "running")
-        b = _branch(view, p["subtask_id"])
-        b.synthesize = _advance(b.synthesize, p.get("status", "running"))
-    elif name == "synthesize_merge_complete":
-        _set(view, "synthesize", "done")
-        _set(view, "synthesize_merge", "done")
-        _set(view, "compose", "running")
-        view.sections = dict(p.get("sections", {}))
-    elif name == "draft_composed":
-        _set(view, "compose", "failed" if p.get("failure") else "done")
-        _set(view, "verify", "running")
-        view.node_notes["compose"] = f"attempt {p.get('attempt')}"
-    elif name == "self_check_complete":
-        _set(view, "compose", "done")
-        _set(view, "verify", "done")
-        _set(view, "decide", "running")
-        view.node_notes["verify"] = f"verdict {p.get('verdict')}"
-    elif name == "revise_requested":
-        view.revisions += 1
-        view.node_notes["decide"] = "revise"
-        view.node_notes["compose"] = f"attempt {int(p.get('attempt', 1)) + 1}"
-    elif name == "synthesize_complete":
-        _set(view, "decide", "done")
-        decision = str(p.get("decision", ""))
-        view.node_notes["decide"] = DECISION_NOTES.get(decision, decision)
-    elif name == "model_call":
-        view.model_usage = p.get("totals")
-    elif name == "complete":
-        view.status = "done"
-        view.outcome = p.get("outcome")
-        view.report = p.get("report")
-        view.version = p.get("version")
-        for node, status in view.nodes.items():
-            if status == "pending":
-                view.nodes[node] = "skipped"
-    elif name == "error":
-        view.status = "failed"
-        view.error = p.get("message")
-        view.error_detail = p.get("detail")
-        for node, status in view.nodes.items():
-            view.nodes[node] = "failed" if status == "running" else ("skipped" if status == "pending" else status)
-    return view
+    _fold(view, event)
+    return line
 
 
-def reduce_events(run_id: str, events: list[Any]) -> RunView:
+def apply(view: RunView, seq: int, name: str, payload: dict[str, Any], created_at: datetime) -> Line | None:
+    """Fold one stored event (decoded here, the one place a stored payload is read) into the view."""
+    if seq <= view.last_seq:
+        return None
+    return apply_event(view, seq, decode(name, payload), created_at)
+
+
+def reduce_events(run_id: str, events: Iterable[StoredEvent]) -> RunView:
     view = RunView(run_id=run_id)
     for event in events:
         apply(view, event.seq, event.name, event.payload, event.created_at)

@@ -23,6 +23,7 @@ from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput
+from veracity.events import Event, ModelCall, RunStarted
 from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.guards.judge import make_judge
@@ -180,8 +181,8 @@ class RunService:
         await self.stop_upkeep()
 
     # ---- the journal and the leases (runs/journal.py, runs/leases.py) ------------------------------------
-    async def emit(self, run_id: str, name: str, payload: dict[str, Any]) -> None:
-        await self.journal.emit(run_id, name, payload)
+    async def emit(self, run_id: str, event: Event) -> None:
+        await self.journal.emit(run_id, event)
 
     def tail(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
         return self.journal.tail(run_id, after_seq)
@@ -213,23 +214,22 @@ class RunService:
         try:
             await self.emit(
                 run_id,
-                "run_started",
-                {
-                    "run_id": run_id,
-                    "template": spec.id,
-                    "question": question,
-                    "corpus": corpus,
-                    "sections": [s.id for s in spec.sections],
-                    "budgets": spec.budgets.model_dump(),
-                    "composer": providers.composer.name,
-                },
+                RunStarted(
+                    run_id=run_id,
+                    template=spec.id,
+                    question=question,
+                    corpus=corpus,
+                    sections=[s.id for s in spec.sections],
+                    budgets=spec.budgets.model_dump(),
+                    composer=providers.composer.name,
+                ),
             )
             first_event_ms = (time.perf_counter() - started) * 1000
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.set_run_status(session=session, run_id=run_id, status="running")
 
-            async def emit(name: str, payload: dict[str, Any]) -> None:
-                await self.emit(run_id, name, payload)
+            async def emit(event: Event) -> None:
+                await self.emit(run_id, event)
 
             async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
                 await self.audit(run_id, stage, attempt, payload)
@@ -245,7 +245,7 @@ class RunService:
             current_meter.set(meter)  # this task's context: every model call of the run is counted
 
             async def on_call(row: dict[str, Any]) -> None:
-                await self.emit(run_id, "model_call", row)
+                await self.emit(run_id, ModelCall.model_validate(row))
 
             current_listener.set(on_call)
             context = Context(

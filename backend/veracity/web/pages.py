@@ -12,7 +12,7 @@ from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import corpus_repo, runs_repo
 from veracity.domain import Report
 from veracity.errors import BadInput, NotFound
-from veracity.runs.events import TERMINAL_EVENTS
+from veracity.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
 from veracity.web.deps import ServiceDep, SessionDep, SettingsDep, ShapeDep, TemplatesDep

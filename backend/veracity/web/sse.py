@@ -16,7 +16,8 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette import ServerSentEvent
 
 from veracity.db.models import RunEvent
-from veracity.runs.reducer import RunView, apply
+from veracity.events import RetrieveComplete
+from veracity.runs.reducer import RunView, StoredEvent, apply
 from veracity.web.topology import GraphShape, layout
 
 
@@ -34,9 +35,10 @@ def _render(templates: Jinja2Templates, name: str, **context: Any) -> str:
 
 
 def page_messages(
-    templates: Jinja2Templates, shape: GraphShape, view: RunView, event: RunEvent, base_url: str = "/"
+    templates: Jinja2Templates, shape: GraphShape, view: RunView, event: StoredEvent, base_url: str = "/"
 ) -> list[ServerSentEvent]:
     """Apply one event to the view and render what it changed."""
+    opened_before = len(view.opened)
     apply(view, event.seq, event.name, event.payload, event.created_at)
     seq = str(event.seq)
     row = view.timeline[-1]
@@ -49,7 +51,7 @@ def page_messages(
         ),
         ServerSentEvent(data=_render(templates, "partials/_status.html", view=view), event="status", id=seq),
     ]
-    if event.name == "retrieve_complete" or (event.name == "retrieve_map_progress" and event.payload.get("sources")):
+    if event.name == RetrieveComplete.name or len(view.opened) != opened_before:
         messages.append(
             ServerSentEvent(data=_render(templates, "partials/_sources.html", view=view), event="sources", id=seq)
         )

@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from veracity.domain import Draft, SectionDraft, Violation
 from veracity.errors import MalformedOutput, ModelError, TruncatedOutput
+from veracity.events import DraftComposed
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.ports import ComposeRequest, feedback_lines
@@ -64,15 +65,14 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         },
     )
     await ctx.emit(
-        "draft_composed",
-        {
-            "attempt": attempt,
-            "composer": ctx.composer.name,
-            "claims": claims,
-            "told": len(request.violations),
-            "malformed": bool(malformed),
-            "failure": failure,
-        },
+        DraftComposed(
+            attempt=attempt,
+            composer=ctx.composer.name,
+            claims=claims,
+            told=len(request.violations),
+            malformed=bool(malformed),
+            failure=failure,
+        )
     )
     return {
         "attempt": attempt,

@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from veracity import messages
+from veracity.events import ReviseRequested, SynthesizeComplete
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
@@ -103,20 +104,16 @@ async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     attempt = state.get("attempt", 1)
     await ctx.audit("decision", attempt, {"decision": decision, "reason": reason, "needs_human_reason": needs_human})
     if decision == "revise":
-        await ctx.emit(
-            "revise_requested",
-            {"attempt": attempt, "reason": reason, "violations": len(state.get("violations", []))},
-        )
+        await ctx.emit(ReviseRequested(attempt=attempt, reason=reason, violations=len(state.get("violations", []))))
     else:
         await ctx.emit(
-            "synthesize_complete",
-            {
-                "decision": decision,
-                "reason": reason,
-                "attempts": attempt,
-                "confidence": state.get("confidence"),
-                "sections": {s.id: s.status for s in state["draft"]},
-            },
+            SynthesizeComplete(
+                decision=decision,
+                reason=reason,
+                attempts=attempt,
+                confidence=state.get("confidence"),
+                sections={s.id: s.status for s in state["draft"]},
+            )
         )
     envelope = envelope_for(decision, reason, state)
     step, refused = dispatch("decide", envelope)

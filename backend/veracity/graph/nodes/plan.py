@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from veracity.domain import Subtask
 from veracity.errors import MalformedOutput, ModelError
+from veracity.events import BranchPending, PlannedSubtask, PlannerComplete, RetrieveMapStarted
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.specs.models import Spec
@@ -64,11 +65,11 @@ async def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     spec = ctx.spec
     planner: str = "heuristic"
-    notes: dict[str, Any] = {}
+    reflection_added: list[str] | None = None
     subtasks: list[Subtask] = []
     if ctx.planner is not None:
         try:
-            subtasks, notes = await ctx.planner.plan(state["question"], spec)
+            subtasks, reflection_added = await ctx.planner.plan(state["question"], spec)
             planner = ctx.planner.name
         except (MalformedOutput, ModelError) as exc:
             # A plan is not a claim: a failed model planner costs the run nothing but its plan.
@@ -79,18 +80,16 @@ async def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     unrouted = [sid for sid, ids in cover.items() if not ids]
     logger.info("run %s planned %d subtasks (%s)", state["run_id"], len(subtasks), planner)
     await runtime.context.emit(
-        "planner_complete",
-        {
-            **notes,
-            "planner": planner,
-            "subtasks": [t.model_dump() for t in subtasks],
-            "coverage": cover,
-            "unrouted_sections": unrouted,
-            "summary_sections": [s.id for s in spec.sections if s.summary],
-        },
+        PlannerComplete(
+            planner=planner,
+            subtasks=[PlannedSubtask.model_validate(t.model_dump()) for t in subtasks],
+            coverage=cover,
+            unrouted_sections=unrouted,
+            summary_sections=[s.id for s in spec.sections if s.summary],
+            reflection_added=reflection_added,
+        )
     )
     await runtime.context.emit(
-        "retrieve_map_started",
-        {"subtasks": [{"subtask_id": t.id, "status": "pending", "question": t.question} for t in subtasks]},
+        RetrieveMapStarted(subtasks=[BranchPending(subtask_id=t.id, question=t.question) for t in subtasks])
     )
     return {"subtasks": subtasks, "coverage": cover}

@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from veracity.domain import BranchStat, Evidence, Subtask
 from veracity.errors import ModelError, VeracityError
+from veracity.events import BranchStatus, OpenedSource, RetrieveMapProgress
 from veracity.graph.context import Context
 from veracity.graph.state import RetrieveTask
 from veracity.ports import SearchHit
@@ -38,24 +39,24 @@ MAX_AUDIT_CHARS = 300
 """Longest text of a sentence addressed to the model kept in the audit trail."""
 
 
-async def _progress(ctx: Context, stat: BranchStat, status: str, sources: list[dict[str, Any]] | None = None) -> None:
-    payload: dict[str, Any] = {
-        "subtask_id": stat.subtask_id,
-        "status": status,
-        "queries": stat.queries,
-        "pages": stat.pages,
-        "evidences": stat.evidences,
-    }
-    if stat.error:
-        payload["error"] = stat.error
-    if stat.page_errors:
-        payload["page_errors"] = stat.page_errors
-    if sources is not None:
-        payload["sources"] = sources
-    await ctx.emit("retrieve_map_progress", payload)
+async def _progress(
+    ctx: Context, stat: BranchStat, status: BranchStatus, sources: list[OpenedSource] | None = None
+) -> None:
+    await ctx.emit(
+        RetrieveMapProgress(
+            subtask_id=stat.subtask_id,
+            status=status,
+            queries=stat.queries,
+            pages=stat.pages,
+            evidences=stat.evidences,
+            error=stat.error or None,
+            page_errors=stat.page_errors or None,
+            sources=sources,
+        )
+    )
 
 
-async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[dict[str, Any]]) -> SearchHit | None:
+async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[OpenedSource]) -> SearchHit | None:
     """Open a web result through the coordinator; the page as a hit to read, or None (budget, failure)."""
     if ctx.fetcher is None:
         raise VeracityError("web results need a fetcher and this run has none")
@@ -65,14 +66,9 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
         return None
     page, order, first = opened
     sources.append(
-        {
-            "order": order,
-            "kind": "web",
-            "doc_id": hit.doc_id,
-            "shared": not first,
-            "rank": hit.rank_terms,
-            **page.summary(),
-        }
+        OpenedSource(
+            order=order, kind="web", doc_id=hit.doc_id, shared=not first, rank=hit.rank_terms, **page.summary()
+        )
     )
     stat.pages += 1
     if not page.ok:
@@ -92,24 +88,24 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     )
 
 
-async def _open_local(ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[dict[str, Any]]) -> bool:
+async def _open_local(ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[OpenedSource]) -> bool:
     order = await ctx.coordinator.claim(hit.key)
     if order is None:
         return False
     stat.pages += 1
     sources.append(
-        {
-            "order": order,
-            "kind": "local",
-            "doc_id": hit.doc_id,
-            "title": hit.title,
-            "url": hit.url,
-            "status": "ok",
-            "cache": "none",
-            "bytes": len(hit.text.encode()),
-            "published": hit.published,
-            "rank": hit.rank_terms,
-        }
+        OpenedSource(
+            order=order,
+            kind="local",
+            doc_id=hit.doc_id,
+            title=hit.title,
+            url=hit.url,
+            status="ok",
+            cache="none",
+            bytes=len(hit.text.encode()),
+            published=hit.published,
+            rank=hit.rank_terms,
+        )
     )
     return True
 
@@ -119,7 +115,7 @@ async def _search_and_read(
     task: RetrieveTask,
     subtask: Subtask,
     stat: BranchStat,
-    sources: list[dict[str, Any]],
+    sources: list[OpenedSource],
     addressed: list[tuple[SearchHit, list[SourceInstruction]]],
 ) -> list[SentenceCandidate]:
     """Search each query, open each hit once per run, and collect the fact-shaped sentences of what was opened:
@@ -142,11 +138,11 @@ async def _search_and_read(
                 page = await _open_web(ctx, hit, stat, sources)
                 if page is None:
                     continue
-                hit, fetched_at = page, sources[-1]["fetched_at"]
+                hit, fetched_at = page, sources[-1].fetched_at or fetched_at
             elif not await _open_local(ctx, hit, stat, sources):
                 continue
             candidates, found = read_passage(hit, fetched_at)
-            if found and not sources[-1].get("shared"):
+            if found and not sources[-1].shared:
                 addressed.append((hit, found))
             per_hit.append(candidates)
     return round_robin(per_hit, ctx.max_candidates)
@@ -239,7 +235,7 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
     subtask = task["subtask"]
     stat = BranchStat(subtask_id=subtask.id, status="done")
     await _progress(ctx, stat, "running")
-    sources: list[dict[str, Any]] = []
+    sources: list[OpenedSource] = []
     addressed: list[tuple[SearchHit, list[SourceInstruction]]] = []
     try:
         found = await _search_and_read(ctx, task, subtask, stat, sources, addressed)

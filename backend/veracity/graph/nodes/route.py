@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from veracity.events import RouteDecided
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
 from veracity.graph.state import RunState
@@ -21,8 +22,7 @@ async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     decision = screen(state["question"], runtime.context.spec.policy, runtime.context.screener)
     logger.info("run %s route=%s (%s)", state["run_id"], decision.route, decision.reason)
     await runtime.context.emit(
-        "route_decided",
-        {"route": decision.route, "reason": decision.reason, "layer": decision.layer, "matched": decision.matched},
+        RouteDecided(route=decision.route, reason=decision.reason, layer=decision.layer, matched=decision.matched)
     )
     await runtime.context.audit(
         "route",

@@ -7,6 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from veracity.events import SynthesizeMergeComplete
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.synthesis import SectionFit, backfill
@@ -25,7 +26,6 @@ async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[s
     fit = SectionFit(runtime.context.semantic, state["question"])
     sections, filled = await asyncio.to_thread(backfill, spec, sections, evidence, fit)
     await runtime.context.emit(
-        "synthesize_merge_complete",
-        {"sections": {sid: len(ids) for sid, ids in sections.items()}, "backfilled": filled},
+        SynthesizeMergeComplete(sections={sid: len(ids) for sid, ids in sections.items()}, backfilled=filled)
     )
     return {"section_evidence": sections}

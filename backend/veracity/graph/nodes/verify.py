@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from veracity.checks import render_draft
 from veracity.domain import Draft, ReviewVerdict, SectionDraft, Violation
 from veracity.errors import MalformedOutput, ModelError
+from veracity.events import SelfCheckComplete
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.guards.citations import citation_violations
@@ -141,22 +142,21 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         },
     )
     await ctx.emit(
-        "self_check_complete",
-        {
-            "attempt": attempt,
-            "verdict": verdict,
-            "review": review.model_dump(),
-            "layers": {
+        SelfCheckComplete(
+            attempt=attempt,
+            verdict=verdict,
+            review=review,
+            layers={
                 k: ("skipped" if "skipped" in v else "passed" if v.get("passed", True) else "failed")
                 for k, v in checks.items()
                 if k != "reviewer"
             },
-            "violations": [v.model_dump(exclude_none=True) for v in violations],
-            "sections": {s.id: s.status for s in draft},
-            "claims": sum(len(s.claims) for s in draft),
-            "off_topic": sum(len(s.off_topic_cut) for s in draft),
-            "confidence": run_confidence,
-        },
+            violations=violations,
+            sections={s.id: s.status for s in draft},
+            claims=sum(len(s.claims) for s in draft),
+            off_topic=sum(len(s.off_topic_cut) for s in draft),
+            confidence=run_confidence,
+        )
     )
     return {
         "draft": draft,
