@@ -16,6 +16,7 @@ from conftest import make_settings
 from veracity.db.engine import make_engine
 from veracity.db.models import ResearchRun, RunEvent
 from veracity.events import PIPELINE_EVENTS
+from veracity.specs.registry import SpecRegistry
 
 QUESTION = {
     "question": "coffee production and the coffee market",
@@ -423,6 +424,17 @@ async def test_healthz_reports_the_corpora(client_for, small_db_url) -> None:
         "market_brief",
         "investment_memo",
     }
+
+
+async def test_pages_and_the_api_read_the_templates_the_runtime_hands_them(client_for, small_db_url) -> None:
+    client = await client_for(make_settings(small_db_url))
+    state = client.app.state
+    assert state.registry is state.service.registry  # the templates the runs use
+    answer = state.registry.get("answer")
+    state.registry = SpecRegistry({"answer": answer})  # what web/deps.py hands the handlers, not the run service
+    assert [t["id"] for t in (await client.get("/v1/templates")).json()] == ["answer"]
+    home = (await client.get("/")).text
+    assert answer.title in home and state.service.registry.get("market_brief").title not in home
 
 
 async def test_concurrent_runs_do_not_mix_events(client_for, small_db_url) -> None:

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from veracity.compose.extractive import pick_claims
-from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask
+from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask, Violation
 from veracity.events import PIPELINE_EVENTS, Event
 from veracity.graph.builder import NODE_ORDER, build_graph
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
 from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan
+from veracity.graph.state import GraphOutput, RunState
 from veracity.guards.citations import citation_violations
 from veracity.ports import ComposeRequest, SearchHit
 from veracity.settings import LimitSettings
@@ -59,18 +60,61 @@ class Recorder:
         return [n for n, _ in self.events]
 
 
-async def run_graph(spec_id: str = "market_brief", question: str = "coffee market", search: FakeSearch | None = None):
-    recorder = Recorder()
+def graph_context(spec_id: str, recorder: Recorder, search: FakeSearch | None = None) -> Context:
     spec = SPECS.get(spec_id)
-    context = Context(
+    return Context(
         spec=spec,
         search=search or FakeSearch(),
         emit=recorder,
         limits=LimitSettings(),
         coordinator=RetrievalCoordinator(max_pages=spec.budgets.max_pages),
     )
-    state = await build_graph().ainvoke({"run_id": "r" * 32, "question": question, "corpus": "c"}, context=context)
+
+
+async def final_state(graph: Any, inputs: dict[str, Any], context: Context) -> dict[str, Any]:
+    """The whole state at the end, internals included (``ainvoke`` returns only the graph's output schema)."""
+    states = [state async for state in graph.astream(inputs, context=context, stream_mode="values")]
+    return states[-1]
+
+
+async def run_graph(spec_id: str = "market_brief", question: str = "coffee market", search: FakeSearch | None = None):
+    recorder = Recorder()
+    context = graph_context(spec_id, recorder, search)
+    state = await final_state(build_graph(), {"run_id": "r" * 32, "question": question, "corpus": "c"}, context)
     return state, recorder
+
+
+async def test_the_graph_hands_back_its_output_schema_and_keeps_the_rest_inside() -> None:
+    recorder = Recorder()
+    inputs = {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}
+    output = await build_graph().ainvoke(inputs, context=graph_context("market_brief", recorder))
+    assert set(output) <= set(GraphOutput.model_fields)
+    assert "shards" not in output and "envelope" not in output and "evidences" not in output  # internals stay in
+    parsed = GraphOutput.model_validate(output)
+    assert parsed.decision == "ship" and parsed.route == "proceed" and parsed.attempt == 1
+    assert len(parsed.subtasks) == 3 and parsed.evidence and parsed.section_evidence and parsed.draft
+    assert parsed.model_fields_set == set(output)
+
+
+def test_every_output_field_is_a_state_field() -> None:
+    # A field the state lacks would become a channel no node writes: always its default, silently.
+    assert set(GraphOutput.model_fields) <= set(RunState.__annotations__)
+
+
+def test_a_routed_runs_output_takes_the_defaults_and_a_redraft_re_enters_with_what_was_written() -> None:
+    written = {"run_id": "r" * 32, "question": "q", "corpus": "c", "route": "escalate", "route_reason": "legal"}
+    output = GraphOutput.model_validate(written)
+    assert (output.subtasks, output.evidence, output.attempt, output.decision, output.decision_reason) == (
+        [],
+        [],
+        0,
+        None,
+        None,
+    )
+    violation = Violation(check="placeholder", layer="gate", detail="a placeholder")
+    assert output.redraft_input([violation]) == {**written, "violations": [violation]}
+    # A graph wired without the output schema hands back its whole state: what is outside the schema is dropped.
+    assert GraphOutput.model_validate({**written, "shards": []}) == output
 
 
 def test_compiled_graph_is_the_fixed_pipeline() -> None:

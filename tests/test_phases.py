@@ -9,7 +9,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from test_graph import FakeSearch, Recorder
+from test_graph import FakeSearch, Recorder, final_state
 from veracity.graph.builder import build_graph
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
@@ -66,8 +66,8 @@ def test_illegal_steps_are_refused_with_an_error_naming_them(phase: str, tool: s
 
 async def test_every_decision_turn_writes_a_typed_envelope_that_routing_reads() -> None:
     recorder = Recorder()
-    state = await build_graph().ainvoke(
-        {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}, context=context(FakeSearch(), recorder)
+    state = await final_state(
+        build_graph(), {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}, context(FakeSearch(), recorder)
     )
     envelope = state["envelope"]
     assert isinstance(envelope, AgentDecision)

@@ -18,6 +18,9 @@ async def test_a_runtime_runs_a_question_end_to_end_and_closes_in_order(tmp_path
         assert runtime.models is None  # nothing built before a run needs it
         service = runtime.service
         assert runtime.service is service and runtime.models is not None and runtime.models.composer is None
+        # The parts the web takes from the runtime are the ones the service runs with.
+        assert runtime.registry is service.registry and runtime.semantics is service.semantics
+        assert type(runtime.providers().judge) is type(service.providers().judge)
         run_id = await service.start(question="How long do I have to ask for a refund?", template="support_answer")
         await service.wait(run_id)
         async with runtime.sessionmaker() as session:

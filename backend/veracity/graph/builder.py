@@ -19,7 +19,7 @@ from veracity.graph.nodes.route import after_route, route
 from veracity.graph.nodes.synthesize import synthesize
 from veracity.graph.nodes.synthesize_merge import synthesize_merge
 from veracity.graph.nodes.verify import verify
-from veracity.graph.state import RunState
+from veracity.graph.state import GraphOutput, RunInput, RunState
 
 NODE_ORDER = (
     "route",
@@ -35,7 +35,7 @@ NODE_ORDER = (
 
 
 def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    builder = StateGraph(RunState, context_schema=Context)
+    builder = StateGraph(RunState, context_schema=Context, input_schema=RunInput, output_schema=GraphOutput)
     builder.add_node("route", route)  # policy phrases → proceed / escalate / crisis; no search, no model
     builder.add_node("plan", plan)  # sub-questions per section, core sections always routed
     builder.add_node("retrieve", retrieve)  # type: ignore[call-overload]  # one branch per subtask (Send)
@@ -60,8 +60,9 @@ def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 
 def build_redraft_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     """The drafting loop alone, for a draft the pre-persistence gate rejected: it re-enters at ``compose``
-    (told what the gate found), never at retrieval. Same nodes, same bound."""
-    builder = StateGraph(RunState, context_schema=Context)
+    (told what the gate found), never at retrieval. Same nodes, same bound; it starts from a run's output
+    (``GraphOutput.redraft_input``) and returns the same output."""
+    builder = StateGraph(RunState, context_schema=Context, output_schema=GraphOutput)
     builder.add_node("compose", compose)
     builder.add_node("verify", verify)
     builder.add_node("decide", decide)

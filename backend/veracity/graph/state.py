@@ -1,13 +1,18 @@
-"""Run state and the payloads of the two fan-outs. Nodes read state and return only the fields they own.
+"""Run state, what a run's graph takes and hands back, and the payloads of the two fan-outs. Nodes read state and
+return only the fields they own.
 
 Fields written by parallel branches (``Send``) use an additive reducer so that every branch's output is
-kept; everything else is last-writer-wins and written by exactly one node.
+kept; everything else is last-writer-wins and written by exactly one node. The graph takes a :class:`RunInput` and
+returns a :class:`GraphOutput` (its ``output_schema``): the part of the state a run's ending reads, and what a
+redraft re-enters with; the rest of the state stays inside the graph.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict, cast
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from veracity.domain import BranchStat, Draft, Evidence, ReviewVerdict, SectionDraft, Shard, Subtask, Violation
 from veracity.graph.phases import AgentDecision
@@ -75,6 +80,64 @@ class RunState(TypedDict, total=False):
     """Why ``decide`` decided as it did."""
     needs_human_reason: str | None
     """Written by ``decide`` on ``handoff``: why a person must look at this."""
+
+
+class RunInput(TypedDict):
+    """What a run's graph starts from (its ``input_schema``)."""
+
+    run_id: str
+    question: str
+    corpus: str
+
+
+class GraphOutput(BaseModel):
+    """What a run's graph hands back (its ``output_schema``), parsed once: the fields of :class:`RunState` that the
+    run's ending reads (the floor, the report, the metrics) and that a redraft after the gate re-enters with. The
+    graph returns only the keys its nodes wrote; a key no node wrote (a routed run is never planned) takes its
+    default here. Every field is a :class:`RunState` field of the same name; see there for who writes it. A graph
+    compiled without this schema (a test's own wiring) hands back its whole state: the rest is ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    run_id: str
+    question: str
+    corpus: str
+    route: Literal["proceed", "escalate", "crisis"] = "proceed"
+    """Whether the run went on to planning."""
+    route_reason: str = ""
+    """Why ``route`` decided as it did."""
+    route_domain: str | None = None
+    """What a routed question is about; None when it proceeds."""
+    subtasks: list[Subtask] = Field(default_factory=list)
+    """One per retrieve branch; none for a routed run."""
+    branch_stats: list[BranchStat] = Field(default_factory=list)
+    """Every retrieve branch's counters and failure reason."""
+    evidence: list[Evidence] = Field(default_factory=list)
+    """The deduplicated evidence, best-scored first."""
+    section_evidence: dict[str, list[str]] = Field(default_factory=dict)
+    """Section id → evidence ids (a redraft composes from it)."""
+    attempt: int = 0
+    """Drafting attempts so far, the gate's redrafts included."""
+    composed: Draft | None = None
+    """The composer's last raw text and its parse."""
+    draft: list[SectionDraft] = Field(default_factory=list)
+    """The last checked draft."""
+    language: str | None = None
+    """The language of the answer."""
+    confidence: float | None = None
+    """The run's confidence; None before any draft was checked."""
+    decision: Literal["ship", "revise", "handoff", "crisis", "fail_safe"] | None = None
+    """What the last ``decide`` decided; None for a routed run."""
+    decision_reason: str | None = None
+    """Why it decided so; None when nothing decided."""
+    needs_human_reason: str | None = None
+    """Why a person must look at this (``handoff``)."""
+
+    def redraft_input(self, violations: list[Violation]) -> RunState:
+        """The state a redraft re-enters ``compose`` with: what the graph handed back (the keys it wrote, no
+        defaults added) and what the gate found."""
+        written = {name: getattr(self, name) for name in self.model_fields_set}
+        return cast(RunState, {**written, "violations": violations})
 
 
 class RetrieveTask(TypedDict):

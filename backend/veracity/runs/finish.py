@@ -1,6 +1,7 @@
 """How a run ends, outside the graph: only a ``ship`` decision ships the draft, everything else gets its honest
 answer (routed, crisis, the floor); then the pre-persistence gate, whose rejection of a draft re-enters at
-``compose``; then the journal stores the artifact. ``run_metrics`` is what the report says about the run."""
+``compose``; then the journal stores the artifact. ``run_metrics`` is what the report says about the run. All of it
+reads the graph's typed output (:class:`GraphOutput`), never its state by key."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from veracity import messages
 from veracity.domain import Report
 from veracity.events import GateRejected
 from veracity.graph.context import Context
+from veracity.graph.state import GraphOutput
 from veracity.guards import gate
 from veracity.models.usage import current_meter
 from veracity.runs.floor import floor_report, routed_report
@@ -31,7 +33,7 @@ async def gate_and_store(
     spec: Spec,
     question: str,
     corpus: str,
-    state: dict[str, Any],
+    output: GraphOutput,
     context: Context,
     started: float,
     emit_started: float,
@@ -44,10 +46,10 @@ async def gate_and_store(
     rejections = 0
     bare_floor = False
     while True:
-        report = finish_report(run_id, spec, question, corpus, state, bare_floor=bare_floor)
-        report.metrics = run_metrics(state, started, emit_started, first_event_ms)
+        report = finish_report(run_id, spec, question, corpus, output, bare_floor=bare_floor)
+        report.metrics = run_metrics(output, started, emit_started, first_event_ms)
         problems = gate.check(report, spec)
-        attempt = state.get("attempt", 0)
+        attempt = output.attempt
         await journal.audit(
             run_id,
             "gate",
@@ -73,19 +75,22 @@ async def gate_and_store(
             await journal.fail(run_id, gate.LOOP_ABORT, detail=detail)
             return
         if report.outcome == "shipped" and gate.may_redraft(spec, attempt):
-            state = await redraft_graph.ainvoke(
-                {**state, "violations": problems},
+            redrafted = await redraft_graph.ainvoke(
+                output.redraft_input(problems),
                 context=context,  # type: ignore[call-overload]
             )
+            output = GraphOutput.model_validate(redrafted)
         elif report.outcome == "shipped":
             # The template's drafting attempts are spent (every draft counts, the gate's included): the floor.
-            state = {**state, "decision": "fail_safe", "decision_reason": gate.exhausted_reason(attempt, problems)}
+            output = output.model_copy(
+                update={"decision": "fail_safe", "decision_reason": gate.exhausted_reason(attempt, problems)}
+            )
         else:
             bare_floor = True
     await journal.audit(
         run_id,
         "shipped" if report.outcome == "shipped" else "outcome",
-        state.get("attempt", 0),
+        output.attempt,
         {
             "outcome": report.outcome,
             "reason": report.outcome_reason,
@@ -98,31 +103,31 @@ async def gate_and_store(
 
 
 def finish_report(
-    run_id: str, spec: Spec, question: str, corpus: str, state: dict[str, Any], *, bare_floor: bool = False
+    run_id: str, spec: Spec, question: str, corpus: str, output: GraphOutput, *, bare_floor: bool = False
 ) -> Report:
     """Outside the graph: only a ``ship`` decision ships the draft; everything else gets its honest answer."""
-    if state.get("route", "proceed") != "proceed":
+    if output.route != "proceed":
         return routed_report(
             run_id=run_id,
             spec=spec,
             question=question,
             corpus=corpus,
-            route=state["route"],
-            reason=state.get("route_reason", ""),
-            domain=state.get("route_domain"),
+            route=output.route,
+            reason=output.route_reason,
+            domain=output.route_domain,
         )
-    decision = state.get("decision")
+    decision = output.decision
     if decision == "ship" and not bare_floor:
         return shipped_report(
             run_id=run_id,
             spec=spec,
             question=question,
             corpus=corpus,
-            draft=state["draft"],
-            evidence=state.get("evidence", []),
-            composed=state.get("composed"),
-            language=state.get("language"),
-            confidence=state.get("confidence"),
+            draft=output.draft,
+            evidence=output.evidence,
+            composed=output.composed,
+            language=output.language,
+            confidence=output.confidence,
         )
     if decision == "crisis":
         return routed_report(
@@ -131,35 +136,39 @@ def finish_report(
             question=question,
             corpus=corpus,
             route="crisis",
-            reason=state.get("decision_reason", "the reviewer flagged a crisis"),
+            reason=_or(output.decision_reason, "the reviewer flagged a crisis"),
         )
     return floor_report(
         run_id=run_id,
         spec=spec,
         question=question,
         corpus=corpus,
-        evidence=[] if bare_floor else state.get("evidence", []),
-        reason=state.get("decision_reason", "not shippable")
+        evidence=[] if bare_floor else output.evidence,
+        reason=_or(output.decision_reason, "not shippable")
         + (" (the evidence digest was withheld: the gate rejected it)" if bare_floor else ""),
         outcome="handoff" if decision == "handoff" and not bare_floor else "fallback",
-        needs_human_reason=state.get("needs_human_reason"),
-        language=state.get("language"),
+        needs_human_reason=output.needs_human_reason,
+        language=output.language,
     )
 
 
-def run_metrics(state: dict[str, Any], started: float, emit_started: float, first_event_ms: float) -> dict[str, Any]:
-    stats = state.get("branch_stats", [])
-    draft = state.get("draft", [])
+def _or(reason: str | None, default: str) -> str:
+    """``reason``, or ``default`` when nothing decided (an empty reason stays empty, as it was written)."""
+    return default if reason is None else reason
+
+
+def run_metrics(output: GraphOutput, started: float, emit_started: float, first_event_ms: float) -> dict[str, Any]:
+    stats = output.branch_stats
     return {
         "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
         "first_event_ms": round(first_event_ms, 1),
-        "subtasks": len(state.get("subtasks", [])),
+        "subtasks": len(output.subtasks),
         "queries": sum(s.queries for s in stats),
         "pages": sum(s.pages for s in stats),
         "failed_branches": sum(1 for s in stats if s.status == "failed"),
-        "evidences": len(state.get("evidence", [])),
-        "claims": sum(len(s.claims) for s in draft),
-        "attempts": state.get("attempt", 0),
-        "confidence": state.get("confidence"),
+        "evidences": len(output.evidence),
+        "claims": sum(len(s.claims) for s in output.draft),
+        "attempts": output.attempt,
+        "confidence": output.confidence,
         "model": meter.totals() if (meter := current_meter.get()) is not None else None,
     }

@@ -1,6 +1,7 @@
 """The composition root: one place that assembles a Veracity process — the database (migrated), the bundled corpora,
-the research graph, the model set and the run service — for the web server, the CLI, the evals and the
-benchmarks alike, and takes it down again in the right order.
+the research graph, the templates, the semantic model, the model set and the run service — for the web server, the
+CLI, the evals and the benchmarks alike, and takes it down again in the right order. A caller takes the parts it
+needs from here (the web hands each request only those), not from the run service.
 
     async with open_runtime(settings) as runtime:
         run_id = await runtime.service.start(question=..., template="answer")
@@ -17,6 +18,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -28,7 +30,8 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.graph.builder import build_graph
 from veracity.runs.model_set import ModelSet, build_models
-from veracity.runs.service import RunService
+from veracity.runs.service import Providers, RunService
+from veracity.semantic.model import Semantics, process_semantics
 from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import Settings
 from veracity.specs.registry import SpecRegistry
@@ -52,10 +55,30 @@ class Runtime:
     @property
     def service(self) -> RunService:
         if self._service is None:
-            if self.models is None:
-                self.models = build_models(self.settings)
-            self._service = RunService.from_settings(self.settings, self.sessionmaker, self.models, graph=self.graph)
+            self._service = RunService.from_settings(
+                self.settings, self.sessionmaker, self._models(), registry=self.registry, graph=self.graph
+            )
         return self._service
+
+    @cached_property
+    def registry(self) -> SpecRegistry:
+        """The bundled templates, the ones ``service`` runs (loaded on first use)."""
+        return SpecRegistry.load()
+
+    @property
+    def semantics(self) -> Semantics:
+        """The process's semantic model (or why there is none): the one its services run with."""
+        return process_semantics(self.settings.semantic.enabled)
+
+    def providers(self) -> Providers:
+        """A run's providers as ``service`` hands them to each run: the model set's models, the offline composer
+        and judge for roles without one."""
+        return self._models().providers()
+
+    def _models(self) -> ModelSet:
+        if self.models is None:
+            self.models = build_models(self.settings)
+        return self.models
 
     def service_for(self, *, registry: SpecRegistry) -> RunService:
         """Another service over the same parts — database, graph, search, ranker, web, semantic model, model
@@ -115,9 +138,10 @@ async def open_runtime(
         await ensure_bundled_corpora(sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
         if serve:
             service = runtime.service
-            if settings.corpus.autoload_wiki and service.semantics.model is not None:
+            model = runtime.semantics.model
+            if settings.corpus.autoload_wiki and model is not None:
                 # Before serving, not at the first search: embedding the default corpus takes about a minute.
-                await ensure_vectors(sessionmaker=runtime.sessionmaker, model=service.semantics.model, corpus="wiki")
+                await ensure_vectors(sessionmaker=runtime.sessionmaker, model=model, corpus="wiki")
             interrupted = await service.recover_interrupted()
             if interrupted:
                 logger.warning("marked %d interrupted run(s) as failed", len(interrupted))

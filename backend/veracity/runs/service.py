@@ -26,6 +26,7 @@ from veracity.errors import BadInput
 from veracity.events import Event, ModelCall, RunStarted
 from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.context import Context, RetrievalCoordinator
+from veracity.graph.state import GraphOutput, RunInput
 from veracity.guards.judge import make_judge
 from veracity.models.usage import UsageMeter, current_listener, current_meter
 from veracity.ports import Composer, GroundingJudge, HitRanker, Planner, Reviewer, SearchProvider
@@ -267,8 +268,8 @@ class RunService:
                 semantic=self.semantics.model,
                 max_candidates=self.settings.semantic.max_candidates,
             )
-            state = await self.graph.ainvoke(
-                {"run_id": run_id, "question": question, "corpus": corpus},
+            output = await self.graph.ainvoke(
+                RunInput(run_id=run_id, question=question, corpus=corpus),
                 context=context,  # type: ignore[call-overload]  # langgraph's overloads do not admit a context type
             )
             await gate_and_store(
@@ -278,7 +279,7 @@ class RunService:
                 spec,
                 question,
                 corpus,
-                state,
+                GraphOutput.model_validate(output),  # parsed once: the run's ending reads fields, not keys
                 context,
                 started,
                 emit_started,

@@ -14,7 +14,7 @@ from veracity import messages
 from veracity.db import corpus_repo, runs_repo
 from veracity.errors import MalformedOutput, ModelError, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
-from veracity.web.deps import ServiceDep, SessionDep, SettingsDep
+from veracity.web.deps import JudgeDep, RegistryDep, ServiceDep, SessionDep, SettingsDep
 from veracity.web.lookup import parse_last_event_id, run_or_404
 from veracity.web.sse import json_stream
 
@@ -118,17 +118,17 @@ class VerifyRequest(BaseModel):
     "/v1/verify",
     summary="Ground claims in sources, sentence by sentence: supported / partial / unsupported with spans",
 )
-async def verify(body: VerifyRequest, service: ServiceDep) -> dict[str, Any]:
+async def verify(body: VerifyRequest, judge: JudgeDep) -> dict[str, Any]:
     # The judge runs use: the configured model judge when VERACITY_MODEL__PROVIDER=openai, else the offline one.
     try:
-        return {"results": await verify_items(body.items, service.providers().judge)}
+        return {"results": await verify_items(body.items, judge)}
     except (MalformedOutput, ModelError) as exc:
         raise PipelineError(f"the grounding judge failed: {exc}") from exc
 
 
 @router.get("/v1/templates", summary="The research templates (specs)")
-async def templates(service: ServiceDep) -> list[dict[str, Any]]:
-    return [spec.model_dump(exclude={"eval_cases"}) for spec in service.registry.all()]
+async def templates(registry: RegistryDep) -> list[dict[str, Any]]:
+    return [spec.model_dump(exclude={"eval_cases"}) for spec in registry.all()]
 
 
 @router.get("/healthz", summary="Liveness and database check")

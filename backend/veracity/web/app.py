@@ -38,12 +38,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_runtime(settings, migrate=migrate, serve=True) as runtime:
-            service = runtime.service
+            # What web/deps.py hands the handlers: each part from the runtime, the run service for runs alone.
             app.state.settings = settings
             app.state.sessionmaker = runtime.sessionmaker
-            app.state.service = service
+            app.state.registry = runtime.registry
+            app.state.providers = runtime.providers
+            app.state.service = runtime.service
             # Every page says so when meaning cannot decide (the model did not load): never silently lexical.
-            app.state.templates.env.globals["relevance_notice"] = service.semantics.notice
+            app.state.templates.env.globals["relevance_notice"] = runtime.semantics.notice
             app.state.graph_shape = graph_shape(runtime.graph)
             yield
 

@@ -1,4 +1,5 @@
-"""Request dependencies as ``Annotated`` aliases; long-lived objects live on ``app.state``."""
+"""Request dependencies as ``Annotated`` aliases; long-lived objects live on ``app.state``, set by the lifespan from
+the runtime. A handler takes the parts it needs from here; the run service is for run operations (start, tail)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from veracity.ports import GroundingJudge
 from veracity.runs.service import RunService
 from veracity.settings import Settings
+from veracity.specs.registry import SpecRegistry
 from veracity.web.topology import GraphShape
 
 
@@ -30,6 +33,19 @@ def _shape(request: Request) -> GraphShape:
     return request.app.state.graph_shape
 
 
+def _registry(request: Request) -> SpecRegistry:
+    return request.app.state.registry
+
+
+def _judge(request: Request) -> GroundingJudge:
+    # A run's providers are made per run; so is the judge of one /v1/verify request.
+    return request.app.state.providers().judge
+
+
+def _sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
+    return request.app.state.sessionmaker
+
+
 async def _session(request: Request) -> AsyncIterator[AsyncSession]:
     async with request.app.state.sessionmaker() as session:
         yield session
@@ -39,4 +55,11 @@ ServiceDep = Annotated[RunService, Depends(_service)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 TemplatesDep = Annotated[Jinja2Templates, Depends(_templates)]
 ShapeDep = Annotated[GraphShape, Depends(_shape)]
+RegistryDep = Annotated[SpecRegistry, Depends(_registry)]
+"""The templates the runs of this process use."""
+JudgeDep = Annotated[GroundingJudge, Depends(_judge)]
+"""The grounding judge runs use: the configured model judge, else the offline one."""
 SessionDep = Annotated[AsyncSession, Depends(_session)]
+"""The request's short session."""
+SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(_sessionmaker)]
+"""For a stream that outlives the request's session: it opens a short session per read."""

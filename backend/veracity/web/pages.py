@@ -15,7 +15,17 @@ from veracity.errors import BadInput, NotFound
 from veracity.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
-from veracity.web.deps import ServiceDep, SessionDep, SettingsDep, ShapeDep, TemplatesDep
+from veracity.specs.models import Spec
+from veracity.specs.registry import SpecRegistry
+from veracity.web.deps import (
+    RegistryDep,
+    ServiceDep,
+    SessionDep,
+    SessionmakerDep,
+    SettingsDep,
+    ShapeDep,
+    TemplatesDep,
+)
 from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.topology import layout
@@ -26,7 +36,8 @@ router = APIRouter()
 async def _home(
     request: Request,
     templates: TemplatesDep,
-    service: ServiceDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
     session: SessionDep,
     *,
     error: str | None = None,
@@ -39,21 +50,23 @@ async def _home(
         request,
         "pages/home.html",
         {
-            "specs": service.registry.all(),
+            "specs": registry.all(),
             "runs": runs,
             "corpora": corpora,
             "error": error,
             "form": form or {},
             "attribution": ATTRIBUTION,
-            "max_chars": service.settings.limits.max_question_chars,
+            "max_chars": settings.limits.max_question_chars,
         },
         status_code=status_code,
     )
 
 
 @router.get("/", response_class=HTMLResponse)
-async def home(request: Request, templates: TemplatesDep, service: ServiceDep, session: SessionDep) -> HTMLResponse:
-    return await _home(request, templates, service, session)
+async def home(
+    request: Request, templates: TemplatesDep, registry: RegistryDep, settings: SettingsDep, session: SessionDep
+) -> HTMLResponse:
+    return await _home(request, templates, registry, settings, session)
 
 
 @router.post("/runs", response_model=None)
@@ -61,6 +74,8 @@ async def start_run(
     request: Request,
     templates: TemplatesDep,
     service: ServiceDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
     session: SessionDep,
     question: Annotated[str, Form()] = "",
     template: Annotated[str, Form()] = "answer",
@@ -70,19 +85,26 @@ async def start_run(
         run_id = await service.start(question=question, template=template, corpus=corpus or None)
     except BadInput as exc:
         form = {"question": question, "template": template, "corpus": corpus}
-        return await _home(request, templates, service, session, error=exc.message, form=form, status_code=422)
+        return await _home(
+            request, templates, registry, settings, session, error=exc.message, form=form, status_code=422
+        )
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
 @router.get("/runs/open", response_model=None)
 async def open_run(
-    request: Request, templates: TemplatesDep, service: ServiceDep, session: SessionDep, run_id: str = ""
+    request: Request,
+    templates: TemplatesDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
+    session: SessionDep,
+    run_id: str = "",
 ) -> Response:
     run_id = run_id.strip().lower()
     try:
         await run_or_404(session, run_id)
     except NotFound as exc:
-        return await _home(request, templates, service, session, error=exc.message, status_code=404)
+        return await _home(request, templates, registry, settings, session, error=exc.message, status_code=404)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
@@ -93,7 +115,7 @@ async def run_page(
     templates: TemplatesDep,
     session: SessionDep,
     shape: ShapeDep,
-    service: ServiceDep,
+    registry: RegistryDep,
     settings: SettingsDep,
     version: Annotated[int | None, Query(ge=1, description="An artifact version; the latest if omitted.")] = None,
 ) -> HTMLResponse:
@@ -110,7 +132,7 @@ async def run_page(
         chosen = version_or_404(run, versions, version)
         view.report, view.version, latest_version = chosen.report, chosen.version, versions[-1].version
     audit = await runs_repo.audit_trail(session=session, run_id=run_id)
-    spec = _spec_or_none(service, run.template_id)
+    spec = _spec_or_none(registry, run.template_id)
     same_question = await runs_repo.runs_of_question(
         session=session, question=run.question, template_id=run.template_id, exclude=run_id, limit=10
     )
@@ -127,7 +149,7 @@ async def run_page(
             "sections": spec.sections if spec else [],
             "same_question": same_question,
             "attribution": ATTRIBUTION,
-            "mismatch": corpus_mismatch(service.registry.all(), spec, run.corpus, settings.corpus.default),
+            "mismatch": corpus_mismatch(registry.all(), spec, run.corpus, settings.corpus.default),
         },
     )
 
@@ -154,9 +176,9 @@ def corpus_mismatch(specs: list[Any], spec: Any, corpus: str, general: str) -> s
     return None
 
 
-def _spec_or_none(service: Any, template_id: str) -> Any:
+def _spec_or_none(registry: SpecRegistry, template_id: str) -> Spec | None:
     try:
-        return service.registry.get(template_id)
+        return registry.get(template_id)
     except BadInput:  # a run of a template since removed still opens; its filter just lists no sections
         return None
 
@@ -205,6 +227,7 @@ async def run_live(
     run_id: str,
     service: ServiceDep,
     session: SessionDep,
+    sessionmaker: SessionmakerDep,
     settings: SettingsDep,
     templates: TemplatesDep,
     shape: ShapeDep,
@@ -224,7 +247,7 @@ async def run_live(
     view = reduce_events(run_id, seen)
 
     async def audit() -> list[Any]:
-        async with service.sessionmaker() as audit_session:
+        async with sessionmaker() as audit_session:
             return list(await runs_repo.audit_trail(session=audit_session, run_id=run_id))
 
     return EventSourceResponse(
