@@ -62,7 +62,7 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-test: $(TEST_STAMP) chromium ## Install what the tests need and run them all, then the frozen eval cases
+test: $(TEST_STAMP) chromium lint ## Install what the tests need, lint and type-check, run them all, then the frozen eval cases
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	$(BIN)/veracity eval
 
@@ -98,6 +98,7 @@ lint: $(TEST_STAMP) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check backend tests bench
 	$(BIN)/ruff format --check backend tests bench
 	$(BIN)/mypy
+	$(BIN)/mypy bench
 
 fmt: $(TEST_STAMP) ## Format the code
 	$(BIN)/ruff format backend tests bench

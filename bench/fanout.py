@@ -138,7 +138,7 @@ async def measure() -> FanoutResult:
         # Parallel: the real graph's Send fan-out, timed from the first branch starting to the merge.
         marks.clear()
         ctx, engine = await _context(site, db_dir, "parallel", marks)
-        state = await build_graph().ainvoke({"run_id": "bench", "question": "coffee", "corpus": "web"}, context=ctx)  # type: ignore[call-overload]
+        state = await build_graph().ainvoke({"run_id": "bench", "question": "coffee", "corpus": "web"}, context=ctx)
         parallel = (marks["retrieve_merge_complete"] - marks["retrieve_map_progress"]) * 1000
         pages = sum(s.pages for s in state["branch_stats"])
         await engine.dispose()

@@ -50,7 +50,8 @@ class SectionFit:
             return np.array([[float(affinity(ev, s)) for s in sections] for ev in evidence])
         facts = self.model.encode([titled(ev.source.title, ev.quote) for ev in evidence])
         heads = self.model.encode([section_text(s) for s in sections] + [self.question])
-        return SECTION_WEIGHT * (facts @ heads[:-1].T) + QUESTION_WEIGHT * (facts @ heads[-1])[:, None]
+        scores: np.ndarray = SECTION_WEIGHT * (facts @ heads[:-1].T) + QUESTION_WEIGHT * (facts @ heads[-1])[:, None]
+        return scores
 
     def best(self, evidence: list[Evidence], sections: list[SectionSpec], prefer: set[str]) -> list[int]:
         """Per evidence, the index of its section: highest score, then keyword affinity, then a section in

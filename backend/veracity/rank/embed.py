@@ -156,11 +156,12 @@ class Embedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden: np.ndarray = self._session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        unit: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
 
     def similarities(self, query: str, docs: Sequence[str], batch_size: int = 8) -> list[float]:
         """Cosine similarity of ``query`` to each of ``docs``."""

@@ -110,4 +110,4 @@ def _recency(published: str | None, today: date, half_life_days: float) -> float
     except ValueError:
         return 0.0
     age = max(0, (today - when).days)
-    return 0.5 ** (age / half_life_days)
+    return float(0.5 ** (age / half_life_days))

@@ -77,7 +77,7 @@ async def gate_and_store(
         if report.outcome == "shipped" and gate.may_redraft(spec, attempt):
             redrafted = await redraft_graph.ainvoke(
                 output.redraft_input(problems),
-                context=context,  # type: ignore[call-overload]
+                context=context,
             )
             output = GraphOutput.model_validate(redrafted)
         elif report.outcome == "shipped":

@@ -270,7 +270,7 @@ class RunService:
             )
             output = await self.graph.ainvoke(
                 RunInput(run_id=run_id, question=question, corpus=corpus),
-                context=context,  # type: ignore[call-overload]  # langgraph's overloads do not admit a context type
+                context=context,
             )
             await gate_and_store(
                 self.journal,

@@ -145,4 +145,5 @@ def cosine(matrix: Vectors, vector: np.ndarray) -> np.ndarray:
     """Cosine of each row with ``vector`` (all rows L2-normalised)."""
     if len(matrix) == 0:
         return np.zeros(0, dtype=np.float32)
-    return matrix @ vector
+    product: np.ndarray = matrix @ vector
+    return product

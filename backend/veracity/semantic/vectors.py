@@ -12,7 +12,8 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.vectors_repo import chunks_without_vectors, corpus_vectors, store_vectors
-from veracity.semantic.model import DIM, SemanticModel, Vectors, head_text
+from veracity.rank.embed import Vectors
+from veracity.semantic.model import DIM, SemanticModel, head_text
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ the runtime. A handler takes the parts it needs from here; the run service is fo
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
@@ -16,34 +16,45 @@ from veracity.settings import Settings
 from veracity.specs.registry import SpecRegistry
 from veracity.web.topology import GraphShape
 
+T = TypeVar("T")
+
+
+def _part(request: Request, name: str, kind: type[T]) -> T:
+    """A long-lived part the lifespan set on ``app.state``, checked to be what it should be."""
+    value = getattr(request.app.state, name)
+    if not isinstance(value, kind):
+        raise TypeError(f"app.state.{name} is a {type(value).__name__}, not a {kind.__name__}")
+    return value
+
 
 def _service(request: Request) -> RunService:
-    return request.app.state.service
+    return _part(request, "service", RunService)
 
 
 def _settings(request: Request) -> Settings:
-    return request.app.state.settings
+    return _part(request, "settings", Settings)
 
 
 def _templates(request: Request) -> Jinja2Templates:
-    return request.app.state.templates
+    return _part(request, "templates", Jinja2Templates)
 
 
 def _shape(request: Request) -> GraphShape:
-    return request.app.state.graph_shape
+    return _part(request, "graph_shape", GraphShape)
 
 
 def _registry(request: Request) -> SpecRegistry:
-    return request.app.state.registry
+    return _part(request, "registry", SpecRegistry)
 
 
 def _judge(request: Request) -> GroundingJudge:
     # A run's providers are made per run; so is the judge of one /v1/verify request.
-    return request.app.state.providers().judge
+    judge: GroundingJudge = request.app.state.providers().judge  # a protocol: checked by its use
+    return judge
 
 
 def _sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
-    return request.app.state.sessionmaker
+    return _part(request, "sessionmaker", async_sessionmaker)
 
 
 async def _session(request: Request) -> AsyncIterator[AsyncSession]:

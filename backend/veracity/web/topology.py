@@ -8,6 +8,7 @@ that actually ran, with its counters; a back edge (the bounded revise loop) is d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -27,7 +28,7 @@ class GraphShape:
     back: set[tuple[str, str]] = field(default_factory=set)
 
 
-def graph_shape(graph: CompiledStateGraph) -> GraphShape:
+def graph_shape(graph: CompiledStateGraph[Any, Any, Any, Any]) -> GraphShape:
     drawable = graph.get_graph()
     edges = [(e.source, e.target, bool(e.conditional)) for e in drawable.edges]
     back = _back_edges(edges, "__start__")
