@@ -57,6 +57,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "veracity/frontend/templates/base.html",
         "veracity/frontend/static/vendor/SHA256SUMS",
         "veracity/prompts/composer.md",
+        "veracity/guards/data/cues.toml",
     ):
         assert data in names, f"{data} is missing from the wheel"
     assert not any(n.startswith(("tests/", "bench/", "veracity/testing/")) or "fixture_" in n for n in names)

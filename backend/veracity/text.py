@@ -1,5 +1,6 @@
-"""The text analyser every layer shares: words, content terms, sentence spans, and the index's own reading
-(``query_terms``, ``Analyzer``: unicode61 tokens Porter-stemmed as FTS5 does, ``index_stems``)."""
+"""The text analyser every layer shares: words, content terms, sentence spans, the index's own reading
+(``query_terms``, ``Analyzer``: unicode61 tokens Porter-stemmed as FTS5 does, ``index_stems``), and the checker's
+(``fact_tokens``: numbers kept whole, for the grounding judge, which stems words with the same ``ANALYZER``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,20 @@ STOPWORDS = frozenset(
 
 def words(text: str) -> list[str]:
     return [w.lower() for w in WORD_RE.findall(text)]
+
+
+# The checker's reading (the grounding judge's): a number stays whole ("1.2", "21st"), "%" is a token, and a word
+# with digits after letters is a name, not a number ("CO2", "A321neo", "KT200").
+FACT_TOKEN_RE = re.compile(
+    r"[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
+)
+_THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def fact_tokens(text: str) -> list[str]:
+    """``text``'s words and numbers as written, read by ``FACT_TOKEN_RE`` once thousands separators are dropped
+    ("1,200" is the one number 1200)."""
+    return FACT_TOKEN_RE.findall(_THOUSANDS_RE.sub("", text))
 
 
 def content_terms(text: str, *, limit: int = 32) -> list[str]:

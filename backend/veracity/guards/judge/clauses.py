@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from veracity.guards.judge.words import CONTENT, NUMBER, TOKEN_RE, Number, Token, content_count, normalise, numbers
+from veracity.guards.judge.words import CONTENT, NUMBER, Number, Token, content_count, normalise, numbers
 from veracity.guards.judge.words import tokenize as tokenize_words
-from veracity.text import STOPWORDS, sentence_spans
+from veracity.text import FACT_TOKEN_RE, STOPWORDS, sentence_spans
 
 MIN_CLAUSE_TERMS = 2
 """Content words a clause needs to be a checkable fact; also the fewest shared words for a source sentence to
@@ -85,7 +85,7 @@ def clause_texts(claim: str) -> list[tuple[str, bool]]:
 
 def entities(text: str, starts_sentence: bool) -> list[tuple[str, list[str]]]:
     """Multi-word capitalised names (joined by "of", "de", ...); a sentence-initial word only when a name follows."""
-    matches = list(TOKEN_RE.finditer(text))
+    matches = list(FACT_TOKEN_RE.finditer(text))
     out: list[tuple[str, list[str]]] = []
     i = 0
     while i < len(matches):
@@ -128,7 +128,7 @@ def entities(text: str, starts_sentence: bool) -> list[tuple[str, list[str]]]:
 def proper_names(text: str, starts_sentence: bool) -> list[tuple[str, str]]:
     """(as written, key) of capitalised content words, the sentence's first word excepted (capitalised anyway)."""
     out: dict[str, str] = {}
-    for i, match in enumerate(TOKEN_RE.finditer(text)):
+    for i, match in enumerate(FACT_TOKEN_RE.finditer(text)):
         word = match.group()
         if (starts_sentence and i == 0) or not word[0].isupper():
             continue

@@ -1,20 +1,10 @@
 """Fit the offline judge (``guards/data/judge.json``): ``python -m veracity.guards.judge.fit [training/judge]``
 (``make fit-judge``).
 
-Training material, and nothing else: ``training/judge`` (see its README), written for the purpose — short
-passages, each with claims labelled supported / partial / unsupported by kind (faithful paraphrase, unit
-conversion, a claim with an unstated extra, changed number, date, name, negation or antonym, swapped roles, an
-invented fact), and news-style articles with multi-sentence summaries labelled per sentence. No evaluation set
-is read.
+Training material, and nothing else: ``training/judge``, read into clause rows by
+:mod:`veracity.guards.judge.material` (which says which clauses are fitted on). No evaluation set is read.
 
-The model scores clauses the contradiction rule leaves to it (``learned``: a contradicted clause is unsupported
-whatever the model says). Every other clause of a supported claim is a positive; a one-clause invented claim
-(words and meaning the sources lack) is a negative. A minimal edit the checks do not flag (an antonym, swapped
-roles, a changed common noun) keeps the source's words and most of its meaning, so fitting on it would only teach
-that covering a claim's words makes it less supported; such clauses, and the clauses of partial claims, are left
-out of the fit, and every figure still counts them (``right_by_kind``).
-
-Split: a passage or article is in the **test** split when ``int(sha256(id), 16) % 5 == 0`` (``split_of``) and
+Split: a passage or article is in the **test** split when ``int(sha256(id), 16) % 5 == 0`` (``material.split_of``) and
 is never read while fitting; the rest is the **fit** split. On the fit split, 5-fold cross-validation with each
 passage or article kept whole inside one fold gives out-of-fold clause probabilities, and claim labels from them
 (``learned.claim_label``). The lower cut-off (unsupported) is the one with the best balanced accuracy over
@@ -35,7 +25,6 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,84 +32,16 @@ from typing import Any
 import numpy as np
 
 from veracity.guards.judge.learned import claim_label
-from veracity.guards.judge.lexical import LexicalJudge
-from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS, signals
-from veracity.ports import LABEL_ORDER, Label, Source
+from veracity.guards.judge.material import Example, Rows, clause_rows, read_material, split_of
+from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS
+from veracity.ports import LABEL_ORDER, Label
 from veracity.semantic.logistic import L2, auc, predict, standardiser
-from veracity.semantic.model import SemanticModel, load_semantics
+from veracity.semantic.model import load_semantics
 
 FOLDS = 5
 MAX_SWEEPS = 500
-INVENTED = "added"
-"""The kind of an invented claim: a fact on the passage's topic that it never states."""
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
 OUT = Path(__file__).parents[1] / "data" / "judge.json"
-
-
-@dataclass(frozen=True)
-class Example:
-    group: str  # the passage or article: kept whole in one fold and one split
-    summary: str  # "article/k" for a summary sentence, "" for a passage claim
-    claim: str
-    source: str
-    label: Label
-    kind: str
-
-
-def split_of(group: str) -> str:
-    """``fit`` or ``test``: fixed by the id alone, so every tool agrees which items were seen."""
-    return "test" if int(hashlib.sha256(group.encode()).hexdigest(), 16) % 5 == 0 else "fit"
-
-
-def read_material(folder: Path) -> list[Example]:
-    out: list[Example] = []
-    for path in sorted(folder.glob("passages_*.jsonl")):
-        for line in path.open(encoding="utf-8"):
-            item = json.loads(line)
-            out += [Example(item["id"], "", c["claim"], item["text"], c["label"], c["kind"]) for c in item["claims"]]
-    for path in sorted(folder.glob("articles_*.jsonl")):
-        for line in path.open(encoding="utf-8"):
-            item = json.loads(line)
-            for k, summary in enumerate(item["summaries"]):
-                out += [
-                    Example(item["id"], f"{item['id']}/{k}", s["text"], item["article"], s["label"], s["kind"])
-                    for s in summary["sentences"]
-                ]
-    return out
-
-
-@dataclass(frozen=True)
-class Rows:
-    """Clause feature rows of a set of examples, with the example each clause belongs to."""
-
-    x: np.ndarray
-    owner: np.ndarray  # example index per clause
-    contradicted: np.ndarray  # per clause
-    weight: np.ndarray  # per clause: its content words
-    target: np.ndarray  # per clause: 1 stated, 0 not, -1 not labelled (left out of the fit)
-
-
-def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
-    judge = LexicalJudge()
-    names = SEMANTIC_FEATURES if model is not None else LEXICAL_FEATURES
-    x, owner, contradicted, weight, target = [], [], [], [], []
-    for n, e in enumerate(examples):
-        analysis = judge.analyse(e.claim, [Source(e.group, e.source)])
-        single = len(analysis.results) == 1
-        for found, result in zip(signals(analysis, model), analysis.results, strict=True):
-            x.append(found.row(names))
-            owner.append(n)
-            contradicted.append(bool(result.contradiction))
-            weight.append(result.weight)
-            if result.contradiction:
-                target.append(-1)  # decided by the rule, not the model
-            elif e.label == "supported":
-                target.append(1)
-            elif e.label == "unsupported" and single and e.kind == INVENTED:
-                target.append(0)
-            else:
-                target.append(-1)
-    return Rows(np.vstack(x), np.array(owner), np.array(contradicted), np.array(weight), np.array(target))
 
 
 def claim_labels(rows: Rows, p: np.ndarray, t_u: float, t_s: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -308,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "model": semantics.model.id,
         "fitted": datetime.now(UTC).date().isoformat(),
-        "split": "test = int(sha256(passage or article id), 16) % 5 == 0 (veracity.guards.judge.fit.split_of), "
+        "split": "test = int(sha256(passage or article id), 16) % 5 == 0 (veracity.guards.judge.material.split_of), "
         "never read when fitting; folds = (sha256 // 5) % 5 over the fit split, each passage or article whole",
         "selection": "over out-of-fold clause probabilities: the unsupported cut-off with the best balanced accuracy "
         "over multi-sentence inputs (worst claim), then the supported cut-off with the best 3-way macro-F1 over claims",

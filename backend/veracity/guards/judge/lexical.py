@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from veracity.guards.judge.clauses import MIN_CLAUSE_TERMS, Clause, clauses, entities
-from veracity.guards.judge.words import CONTENT, NUMBER, NUMERIC_RE, Number, Token, negated, numbers, tokens_of
-from veracity.ports import Judgement, Label, Source, Span
-from veracity.text import sentence_spans
+from veracity.guards.judge.sources import SourceSentence, matching_part, source_sentences, term_matches
+from veracity.guards.judge.words import NUMERIC_RE, Number, negated
+from veracity.ports import Judgement, Label, Source
 
 # Coverage is the share of a clause's content words found in its covering sentences, cut into thirds. Faithful
 # prose rewords freely (synonyms, light verbs, reordered dates), so a covered clause needs two words in three
@@ -31,50 +30,8 @@ MAX_SENTENCES_PER_CLAUSE = 3
 # A name counts as present when more than this share of its words occur together in one source sentence
 # (tolerates a dropped middle name, not a different person with the same first name).
 ENTITY_MIN_MATCH = 0.5
-# Stems sharing this long a prefix, one (nearly) a prefix of the other, are one word ("direct"/"director").
-SOFT_PREFIX_MIN = 5
 NO_CONTENT = "the claim has no content words to check"
 NO_SOURCES = "there is no source text to check the claim against"
-
-
-@dataclass(frozen=True)
-class SourceSentence:
-    source_id: str
-    start: int
-    end: int
-    text: str
-    tokens: list[Token]
-    keys: frozenset[str]
-    numbers: list[Number]
-
-    @property
-    def span(self) -> Span:
-        return Span(self.source_id, self.start, self.end)
-
-
-@lru_cache(maxsize=2048)
-def _split_source(text: str) -> list[tuple[int, int, list[Token]]]:
-    return [(s, e, tokens_of(text[s:e])) for s, e in sentence_spans(text)]
-
-
-def _matching_part(sentence: SourceSentence, targets: set[str]) -> list[Token]:
-    """The tokens of the source sentence's clause that shares most of ``targets``: a sentence is cut into clauses
-    as a claim is, so a negation in one clause ("X does not issue a refund; refunds follow Y") does not scope over
-    the fact another clause states."""
-    parts = [part.tokens for part in clauses(sentence.text)]
-    if len(parts) < 2:
-        return sentence.tokens
-    return max(parts, key=lambda tokens: len({key for key, _ in tokens} & targets))
-
-
-def source_sentences(sources: list[Source]) -> list[SourceSentence]:
-    out: list[SourceSentence] = []
-    for source in sources:
-        for start, end, tokens in _split_source(source.text):
-            keys = frozenset(k for k, kind in tokens if kind in (CONTENT, NUMBER))
-            if keys:
-                out.append(SourceSentence(source.id, start, end, source.text[start:end], tokens, keys, numbers(tokens)))
-    return out
 
 
 @dataclass
@@ -130,18 +87,6 @@ def _context(covers: list[frozenset[str]], words: set[str], weight: dict[str, fl
     return best
 
 
-def _soft_match(a: str, b: str) -> bool:
-    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    if len(short) < SOFT_PREFIX_MIN or not long_.startswith(short[:SOFT_PREFIX_MIN]):
-        return False
-    common = len(short)
-    for k in range(SOFT_PREFIX_MIN, len(short)):
-        if short[k] != long_[k]:
-            common = k
-            break
-    return common >= len(short) - 1
-
-
 def pct(x: float) -> str:
     return f"{round(100 * x)}%"
 
@@ -185,17 +130,7 @@ class LexicalJudge:
 
         # Which claim terms each sentence covers; numbers must match exactly, words may also match softly.
         claim_terms = list(dict.fromkeys(t for c in parts for t in c.terms))
-        by_prefix: dict[str, list[str]] = {}
-        for word in sorted(set().union(*(s.keys for s in sentences))):
-            if not NUMERIC_RE.match(word) and len(word) >= SOFT_PREFIX_MIN:
-                by_prefix.setdefault(word[:SOFT_PREFIX_MIN], []).append(word)
-        matches: dict[str, set[str]] = {}
-        for term in claim_terms:
-            matches.setdefault(term, set()).add(term)
-            if not NUMERIC_RE.match(term) and len(term) >= SOFT_PREFIX_MIN:
-                for word in by_prefix.get(term[:SOFT_PREFIX_MIN], []):
-                    if _soft_match(term, word):
-                        matches.setdefault(word, set()).add(term)
+        matches = term_matches(claim_terms, sentences)
         covers = [frozenset(t for k in s.keys if k in matches for t in matches[k]) for s in sentences]
 
         # Rarity over the source sentences: a term every sentence shares (the page's subject) says little.
@@ -254,7 +189,7 @@ def _judge_clause(
                 return _contradicted(result, context, "number")
         targets = {k for k in sentence.keys if matches.get(k, set()) & terms}
         claim_neg = negated(clause.tokens, terms)
-        if claim_neg != negated(_matching_part(sentence, targets), targets):
+        if claim_neg != negated(matching_part(sentence, targets), targets):
             if claim_neg:
                 result.reason = "the claim is negated but the matching source sentence is not"
                 return _contradicted(result, context, "negation_added")

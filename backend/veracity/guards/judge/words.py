@@ -1,4 +1,6 @@
-"""Words as the judge compares them: stemmed content words, numbers by value, negation words.
+"""Words as the judge compares them: stemmed content words, numbers by value, negation words — judge logic over the
+shared analyser's tokens (``veracity.text.fact_tokens``) and stems (``veracity.text.ANALYZER``, Porter, as the index
+stems).
 
 Numbers are compared by value, whatever their spelling: "1,200" and "1200", "twelve" and "12", "1.2 million" and
 "1,200,000", and a count of weeks as days ("two weeks" is "14 days": a week is seven days by definition, so this
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
-from veracity.text import STOPWORDS
+from veracity.text import ANALYZER, STOPWORDS, fact_tokens
 
 CONTENT, NUMBER, NEGATION, STOP = 0, 1, 2, 3
 Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" for negation and stop words
@@ -20,11 +22,6 @@ Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" 
 # A negation word scopes over the next few words only ("not available", "never won an award").
 NEGATION_WINDOW = 3
 
-THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-# A word with digits after letters is a name, not a number ("CO2", "A321neo", "KT200").
-TOKEN_RE = re.compile(
-    r"[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
-)
 NUMERIC_RE = re.compile(r"\d+(?:\.\d+)?$")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)$")
 _NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
@@ -63,32 +60,9 @@ _MONTHS = {
 }
 
 
-def stem(word: str) -> str:
-    """A deliberately tiny suffix stripper (plural, -ed, -ing, -ly, final e) so inflections of a word meet."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix, min_len in (("ing", 6), ("ed", 5)):
-        if word.endswith(suffix) and len(word) >= min_len:
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]
-            break
-    if word.endswith("ly") and len(word) > 5:
-        word = word[:-2]
-    if word.endswith("e") and len(word) > 4:
-        word = word[:-1]
-    return word
-
-
 @lru_cache(maxsize=65536)
 def normalise(raw: str) -> Token:
-    """(key, kind) of one raw token; numbers keep their value, words are stemmed."""
+    """(key, kind) of one raw token; numbers keep their value, words are stemmed (Porter, diacritics dropped)."""
     if raw == "may":  # the modal verb; "May" is the month
         return "", STOP
     word = raw.lower().replace("’", "'")
@@ -108,7 +82,7 @@ def normalise(raw: str) -> Token:
     word = word.rstrip("'")
     if word in STOPWORDS or word in _FILLER or len(word) < 2:
         return "", STOP
-    return stem(_MONTHS.get(word, word)), CONTENT
+    return ANALYZER.stem(_MONTHS.get(word, word)), CONTENT
 
 
 def _value(number: Decimal) -> str:
@@ -118,7 +92,7 @@ def _value(number: Decimal) -> str:
 
 def tokenize(text: str) -> tuple[list[Token], list[str]]:
     """The tokens of ``text`` and their raw spellings, with numbers folded to their values (see the docstring)."""
-    raws = [m.group() for m in TOKEN_RE.finditer(THOUSANDS_RE.sub("", text))]
+    raws = fact_tokens(text)
     tokens = [normalise(raw) for raw in raws]
     out: list[Token] = []
     out_raws: list[str] = []

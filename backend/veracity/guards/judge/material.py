@@ -1,0 +1,96 @@
+"""The judge's training material as the fit reads it: ``training/judge`` (see its README), written for the
+purpose — short passages, each with claims labelled supported / partial / unsupported by kind (faithful paraphrase,
+unit conversion, a claim with an unstated extra, changed number, date, name, negation or antonym, swapped roles, an
+invented fact), and news-style articles with multi-sentence summaries labelled per sentence — its split, and its
+clauses as feature rows.
+
+The model scores clauses the contradiction rule leaves to it (``learned``: a contradicted clause is unsupported
+whatever the model says). Every other clause of a supported claim is a positive; a one-clause invented claim
+(words and meaning the sources lack) is a negative. A minimal edit the checks do not flag (an antonym, swapped
+roles, a changed common noun) keeps the source's words and most of its meaning, so fitting on it would only teach
+that covering a claim's words makes it less supported; such clauses, and the clauses of partial claims, are left
+out of the fit (target -1), and every figure still counts them (``right_by_kind``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from veracity.guards.judge.lexical import LexicalJudge
+from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, signals
+from veracity.ports import Label, Source
+from veracity.semantic.model import SemanticModel
+
+INVENTED = "added"
+"""The kind of an invented claim: a fact on the passage's topic that it never states."""
+
+
+@dataclass(frozen=True)
+class Example:
+    group: str  # the passage or article: kept whole in one fold and one split
+    summary: str  # "article/k" for a summary sentence, "" for a passage claim
+    claim: str
+    source: str
+    label: Label
+    kind: str
+
+
+def split_of(group: str) -> str:
+    """``fit`` or ``test``: fixed by the id alone, so every tool agrees which items were seen."""
+    return "test" if int(hashlib.sha256(group.encode()).hexdigest(), 16) % 5 == 0 else "fit"
+
+
+def read_material(folder: Path) -> list[Example]:
+    out: list[Example] = []
+    for path in sorted(folder.glob("passages_*.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            item = json.loads(line)
+            out += [Example(item["id"], "", c["claim"], item["text"], c["label"], c["kind"]) for c in item["claims"]]
+    for path in sorted(folder.glob("articles_*.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            item = json.loads(line)
+            for k, summary in enumerate(item["summaries"]):
+                out += [
+                    Example(item["id"], f"{item['id']}/{k}", s["text"], item["article"], s["label"], s["kind"])
+                    for s in summary["sentences"]
+                ]
+    return out
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Clause feature rows of a set of examples, with the example each clause belongs to."""
+
+    x: np.ndarray
+    owner: np.ndarray  # example index per clause
+    contradicted: np.ndarray  # per clause
+    weight: np.ndarray  # per clause: its content words
+    target: np.ndarray  # per clause: 1 stated, 0 not, -1 not labelled (left out of the fit)
+
+
+def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
+    judge = LexicalJudge()
+    names = SEMANTIC_FEATURES if model is not None else LEXICAL_FEATURES
+    x, owner, contradicted, weight, target = [], [], [], [], []
+    for n, e in enumerate(examples):
+        analysis = judge.analyse(e.claim, [Source(e.group, e.source)])
+        single = len(analysis.results) == 1
+        for found, result in zip(signals(analysis, model), analysis.results, strict=True):
+            x.append(found.row(names))
+            owner.append(n)
+            contradicted.append(bool(result.contradiction))
+            weight.append(result.weight)
+            if result.contradiction:
+                target.append(-1)  # decided by the rule, not the model
+            elif e.label == "supported":
+                target.append(1)
+            elif e.label == "unsupported" and single and e.kind == INVENTED:
+                target.append(0)
+            else:
+                target.append(-1)
+    return Rows(np.vstack(x), np.array(owner), np.array(contradicted), np.array(weight), np.array(target))
