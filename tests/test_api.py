@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from conftest import make_settings
 from veracity.db.engine import make_engine
 from veracity.db.models import ResearchRun, RunEvent
+from veracity.db.runs_repo import Fence
 from veracity.events import PIPELINE_EVENTS
 from veracity.specs.registry import SpecRegistry
 
@@ -296,7 +297,7 @@ async def _events(client: Any, run_id: str) -> list[Any]:
     return events
 
 
-async def _unfinished_run(url: str, run_id: str, *, renewed_seconds_ago: float) -> None:
+async def _unfinished_run(url: str, run_id: str, *, renewed_seconds_ago: float, owner: str = "gone:1:dead") -> None:
     """A run row left running, as by another process, whose lease was last renewed that long ago."""
     from datetime import UTC, datetime, timedelta
 
@@ -308,7 +309,13 @@ async def _unfinished_run(url: str, run_id: str, *, renewed_seconds_ago: float) 
     engine = make_engine(url)
     async with make_sessionmaker(engine)() as session, session.begin():
         await runs_repo.create_run(
-            session=session, run_id=run_id, template_id="market_brief", question="q", corpus="small", budgets={}
+            session=session,
+            run_id=run_id,
+            template_id="market_brief",
+            question="q",
+            corpus="small",
+            budgets={},
+            owner=owner,
         )
         renewed = datetime.now(UTC) - timedelta(seconds=renewed_seconds_ago)
         await session.execute(update(ResearchRun).where(ResearchRun.id == run_id).values(updated_at=renewed))
@@ -373,9 +380,10 @@ async def test_keep_leases_renews_this_processs_runs_and_another_process_sweeps_
     first = await client_for(make_settings(small_db_url, run_lease_seconds=lease))
     service = first.app.state.service
     run_id = "c" * 32
-    await _unfinished_run(small_db_url, run_id, renewed_seconds_ago=0)
+    await _unfinished_run(small_db_url, run_id, renewed_seconds_ago=0, owner=service.owner)
     silent = asyncio.create_task(asyncio.sleep(3600))  # this process executes run c, silently
     service._tasks[run_id] = silent
+    service.journal.hold(Fence(run_id=run_id, owner=service.owner, generation=1))  # its claim (as start makes)
     try:
         _, created = await _renewed_at(service, run_id)
         renewed = created

@@ -35,6 +35,14 @@ class PipelineError(VeracityError):
     code = "pipeline_error"
 
 
+class LeaseLost(VeracityError):
+    """This executor no longer holds the run (a sweep failed it, or another worker claimed it): the write was
+    refused and nothing more of the run may be written from here."""
+
+    status_code = 409
+    code = "lease_lost"
+
+
 class ModelError(VeracityError):
     """The model could not be reached, timed out, or refused; the run falls to the floor."""
 

@@ -55,6 +55,11 @@ class ResearchRun(Base):
     budgets: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    """Also the lease: an unfinished run not updated for a whole lease is taken as its executor's death."""
+    owner: Mapped[str | None] = mapped_column(String(96), nullable=True)
+    """The executor holding the run (``host:pid:nonce``); None once it ended or was swept."""
+    lease_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Bumped by every claim and every sweep: a write fenced on an older generation is refused."""
 
 
 class RunEvent(Base):

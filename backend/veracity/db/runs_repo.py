@@ -3,13 +3,48 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
+from veracity.errors import LeaseLost
+
+ACTIVE = ("pending", "running")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A claim on a run: who executes it, under which generation. Every write of the run's executor checks it."""
+
+    run_id: str
+    owner: str
+    generation: int
+
+
+def _rows(result: object) -> int:
+    return result.rowcount if isinstance(result, CursorResult) else 0
+
+
+async def hold(*, session: AsyncSession, fence: Fence) -> None:
+    """Check the claim in the caller's transaction, and renew the lease with it: the run is still active, still
+    this owner's, still this generation. The UPDATE takes the run's row lock (PostgreSQL) or the write lock
+    (SQLite), so a sweep cannot slip between this check and the writes that follow it. Raises ``LeaseLost``."""
+    result = await session.execute(
+        update(ResearchRun)
+        .where(
+            ResearchRun.id == fence.run_id,
+            ResearchRun.owner == fence.owner,
+            ResearchRun.lease_generation == fence.generation,
+            ResearchRun.status.in_(ACTIVE),
+        )
+        .values(updated_at=utcnow())
+    )
+    if _rows(result) != 1:
+        raise LeaseLost(f"run {fence.run_id} is no longer held by {fence.owner} (generation {fence.generation})")
 
 
 async def create_run(
@@ -20,7 +55,9 @@ async def create_run(
     question: str,
     corpus: str,
     budgets: dict[str, Any],
+    owner: str | None = None,
 ) -> ResearchRun:
+    """A pending run; with ``owner``, already claimed by it (generation 1)."""
     run = ResearchRun(
         id=run_id,
         template_id=template_id,
@@ -29,6 +66,8 @@ async def create_run(
         status="pending",
         metrics={},
         budgets=budgets,
+        owner=owner,
+        lease_generation=1 if owner else 0,
     )
     session.add(run)
     await session.flush()
@@ -47,15 +86,48 @@ async def set_run_status(
     outcome: str | None = None,
     error: str | None = None,
     metrics: dict[str, Any] | None = None,
+    fence: Fence | None = None,
 ) -> None:
+    """Set a run's status; with ``fence``, only while the claim holds (else ``LeaseLost``, nothing changed). A run
+    that ends (done, failed) is released: no owner."""
     values: dict[str, Any] = {"status": status, "updated_at": utcnow()}
+    if status not in ACTIVE:
+        values["owner"] = None
     if outcome is not None:
         values["outcome"] = outcome
     if error is not None:
         values["error"] = error
     if metrics is not None:
         values["metrics"] = metrics
-    await session.execute(update(ResearchRun).where(ResearchRun.id == run_id).values(**values))
+    query = update(ResearchRun).where(ResearchRun.id == run_id)
+    if fence is not None:
+        query = query.where(
+            ResearchRun.owner == fence.owner,
+            ResearchRun.lease_generation == fence.generation,
+            ResearchRun.status.in_(ACTIVE),
+        )
+    result = await session.execute(query.values(**values))
+    if fence is not None and _rows(result) != 1:
+        raise LeaseLost(f"run {run_id} is no longer held by {fence.owner} (generation {fence.generation})")
+
+
+async def fail_stale(*, session: AsyncSession, run_id: str, stale_before: datetime, error: str) -> bool:
+    """Fail a run whose executor stopped renewing its lease — only if it is still active and still stale when
+    this statement runs, so two sweeps (or a sweep and a late executor) end it at most once. Bumps the
+    generation: the old executor's fence no longer holds. True when this call failed it (the caller then writes
+    its one ``error`` event in the same transaction)."""
+    result = await session.execute(
+        update(ResearchRun)
+        .where(ResearchRun.id == run_id, ResearchRun.status.in_(ACTIVE), ResearchRun.updated_at < stale_before)
+        .values(
+            status="failed",
+            error=error,
+            owner=None,
+            lease_generation=ResearchRun.lease_generation + 1,
+            updated_at=utcnow(),
+        )
+    )
+    return _rows(result) == 1
 
 
 async def recent_runs(*, session: AsyncSession, limit: int = 20) -> Sequence[ResearchRun]:
@@ -85,14 +157,15 @@ async def unfinished_runs(*, session: AsyncSession, stale_before: datetime | Non
     return result.scalars().all()
 
 
-async def renew_lease(*, session: AsyncSession, run_ids: Sequence[str]) -> None:
-    """Mark runs as still being executed by a live process (their ``updated_at`` is now)."""
-    if run_ids:
-        await session.execute(
-            update(ResearchRun)
-            .where(ResearchRun.id.in_(list(run_ids)), ResearchRun.status.in_(("pending", "running")))
-            .values(updated_at=utcnow())
-        )
+async def renew_leases(*, session: AsyncSession, fences: Sequence[Fence]) -> list[str]:
+    """Renew the leases this executor still holds; the runs whose claim was lost (swept, claimed elsewhere)."""
+    lost: list[str] = []
+    for fence in fences:
+        try:
+            await hold(session=session, fence=fence)
+        except LeaseLost:
+            lost.append(fence.run_id)
+    return lost
 
 
 async def append_event(*, session: AsyncSession, run_id: str, name: str, payload: dict[str, Any]) -> RunEvent:

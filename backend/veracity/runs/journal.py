@@ -1,11 +1,19 @@
 """A run's journal: events persisted before anyone sees them (then their readers woken), the audit trail, and
 the two ways a run ends — its artifact stored with ``complete``, or ``error`` — each in one transaction. One
-lock per run keeps its events in order."""
+lock per run keeps its events in order.
+
+Every write of a run this process executes is fenced (``runs_repo.hold`` in the same transaction): once the claim
+is lost — a sweep failed the run while this process was frozen, or another worker took it over — the write is
+refused with ``LeaseLost`` and nothing of it is stored. A sweep ends another executor's stale run with a
+conditional update, so the run gets at most one ``error`` event however many sweeps race.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -14,11 +22,13 @@ from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import Report
-from veracity.errors import NotFound
+from veracity.errors import LeaseLost, NotFound
 from veracity.events import TERMINAL_EVENTS, Complete, Event, RunFailed
 from veracity.runs.notifier import RunNotifier
 from veracity.runs.report import render_markdown
 from veracity.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 class Journal:
@@ -29,13 +39,32 @@ class Journal:
         self.notifier = notifier
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
+        self._fences: dict[str, runs_repo.Fence] = {}
+
+    def hold(self, fence: runs_repo.Fence) -> None:
+        """From now on every write of ``fence.run_id`` from here checks this claim."""
+        self._fences[fence.run_id] = fence
+
+    def fence(self, run_id: str) -> runs_repo.Fence:
+        fence = self._fences.get(run_id)
+        if fence is None:
+            raise LeaseLost(f"run {run_id} is not held here")
+        return fence
+
+    def fences(self) -> list[runs_repo.Fence]:
+        return list(self._fences.values())
+
+    def _release(self, run_id: str) -> None:
+        self._locks.pop(run_id, None)
+        self._fences.pop(run_id, None)
 
     async def emit(self, run_id: str, event: Event) -> None:
-        """Persist one event, then wake its readers. The run's lease is not touched here: ``keep_leases`` renews
-        it (every run is begun by ``start``, which starts that upkeep), so the hot path pays one INSERT only."""
+        """Persist one event (fenced: ``LeaseLost`` when this process no longer holds the run), then wake its
+        readers. The fence's UPDATE renews the lease as well; ``keep_leases`` renews it between events."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             async with self.sessionmaker() as session, session.begin():
+                await runs_repo.hold(session=session, fence=self.fence(run_id))
                 await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=event.payload())
         await self.notifier.notify(run_id)
         if self.settings.limits.event_delay_ms:
@@ -63,13 +92,16 @@ class Journal:
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
         async with self.sessionmaker() as session, session.begin():
+            await runs_repo.hold(session=session, fence=self.fence(run_id))
             await runs_repo.append_audit(session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload)
 
     async def store(self, run_id: str, candidate: Report) -> None:
-        """The artifact, the run's status and `complete`, in one transaction."""
+        """The artifact, the run's status and `complete`, in one fenced transaction."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             async with self.sessionmaker() as session, session.begin():
+                fence = self.fence(run_id)
+                await runs_repo.hold(session=session, fence=fence)
                 artifact = await runs_repo.add_artifact_version(
                     session=session,
                     run_id=run_id,
@@ -82,6 +114,7 @@ class Journal:
                     status="done",
                     outcome=candidate.outcome,
                     metrics=dict(candidate.metrics),
+                    fence=fence,
                 )
                 complete = Complete(
                     outcome=candidate.outcome,
@@ -93,16 +126,38 @@ class Journal:
                     session=session, run_id=run_id, name=complete.name, payload=complete.payload()
                 )
         await self.notifier.notify(run_id)
-        self._locks.pop(run_id, None)
+        self._release(run_id)
 
-    async def fail(self, run_id: str, message: str, *, detail: str | None = None) -> None:
-        """The run ends without an artifact: ``message`` is its error (a stable code or sentence), ``detail``
-        what a reader needs to understand it."""
+    async def fail(self, run_id: str, message: str, *, detail: str | None = None) -> bool:
+        """A run this process executes ends without an artifact: ``message`` is its error (a stable code or
+        sentence), ``detail`` what a reader needs to understand it. Fenced: when the claim was lost (a sweep
+        already ended the run) nothing is written and False is returned."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         failed = RunFailed(message=message, detail=detail or None)
-        async with lock:
-            async with self.sessionmaker() as session, session.begin():
-                await runs_repo.set_run_status(session=session, run_id=run_id, status="failed", error=message)
-                await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
+        try:
+            async with lock:
+                async with self.sessionmaker() as session, session.begin():
+                    await runs_repo.set_run_status(
+                        session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
+                    )
+                    await runs_repo.append_event(
+                        session=session, run_id=run_id, name=failed.name, payload=failed.payload()
+                    )
+        except LeaseLost:
+            logger.warning("run %s: not failed from here, this process no longer holds it", run_id)
+            return False
+        finally:
+            self._release(run_id)
         await self.notifier.notify(run_id)
-        self._locks.pop(run_id, None)
+        return True
+
+    async def sweep(self, run_id: str, message: str, *, stale_before: datetime) -> bool:
+        """End another executor's run that stopped renewing its lease: status failed and one ``error`` event in
+        one transaction, only if the run is still active and still stale (two sweeps racing end it once)."""
+        failed = RunFailed(message=message)
+        async with self.sessionmaker() as session, session.begin():
+            if not await runs_repo.fail_stale(session=session, run_id=run_id, stale_before=stale_before, error=message):
+                return False
+            await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
+        await self.notifier.notify(run_id)
+        return True

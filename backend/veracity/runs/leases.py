@@ -1,13 +1,13 @@
-"""Leases: a run belongs to the process executing it while that process renews its lease. Every process renews
-its own runs every third of ``run_lease_seconds`` and, every lease, sweeps for runs whose process stopped renewing
-(they get an ``error`` event and status failed)."""
+"""Leases: a run belongs to the executor that claimed it (owner + generation) while it renews its lease. Every
+process renews its own runs every third of ``run_lease_seconds`` — a run whose claim was lost meanwhile is
+cancelled here, its writes already refused by the journal's fence — and, every lease, sweeps for runs whose
+executor stopped renewing (one ``error`` event and status failed, however many sweeps race)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -15,25 +15,27 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.db import runs_repo
+from veracity.runs.journal import Journal
 from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
 class Leases:
-    """``running``: this process's runs by id (the service's tasks); ``fail``: how a swept run ends."""
+    """``running``: this process's runs by id (the service's tasks); ``journal``: their claims, and how a swept
+    run ends."""
 
     def __init__(
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         settings: Settings,
         running: dict[str, asyncio.Task[None]],
-        fail: Callable[[str, str], Awaitable[None]],
+        journal: Journal,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.settings = settings
         self._tasks = running
-        self._fail = fail
+        self.journal = journal
         self._upkeep: asyncio.Task[None] | None = None
         """Renews the leases of this process's runs (and sweeps for dead ones) while any process runs here."""
 
@@ -52,9 +54,7 @@ class Leases:
         async with self.sessionmaker() as session:
             unfinished = await runs_repo.unfinished_runs(session=session, stale_before=cutoff)
             stale = [r.id for r in unfinished if r.id not in self._tasks]
-        for run_id in stale:
-            await self._fail(run_id, messages.RUN_INTERRUPTED)
-        return stale
+        return [r for r in stale if await self.journal.sweep(r, messages.RUN_INTERRUPTED, stale_before=cutoff)]
 
     def start_upkeep(self, *, until_idle: bool = False) -> None:
         """Start renewing this process's leases (and sweeping) unless already running. A server keeps it for its
@@ -81,7 +81,14 @@ class Leases:
             beats += 1
             try:
                 async with self.sessionmaker() as session, session.begin():
-                    await runs_repo.renew_lease(session=session, run_ids=list(self._tasks))
+                    lost = await runs_repo.renew_leases(session=session, fences=self.journal.fences())
+                for run_id in lost:
+                    # Swept while this process was not renewing (frozen, cut off): its writes are refused by the
+                    # fence already; stop spending anything on it.
+                    logger.warning("run %s: lease lost, this process stops executing it", run_id)
+                    task = self._tasks.get(run_id)
+                    if task is not None:
+                        task.cancel()
                 if beats % 3 == 0:
                     swept = await self.recover_interrupted()
                     if swept:

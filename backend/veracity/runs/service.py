@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -22,7 +24,7 @@ from veracity.compose.extractive import ExtractiveComposer
 from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import RunEvent
 from veracity.domain import WEB_SOURCE
-from veracity.errors import BadInput
+from veracity.errors import BadInput, LeaseLost
 from veracity.events import Event, ModelCall, RunStarted
 from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.context import Context, RetrievalCoordinator
@@ -89,8 +91,10 @@ class RunService:
         self.providers = providers or Providers
         self.redraft_graph = redraft_graph or build_redraft_graph()
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Who this service is when it claims a run (host, process, and a nonce per service)."""
         self.journal = Journal(sessionmaker, self.notifier, settings)
-        self.leases = Leases(sessionmaker, settings, self._tasks, self.journal.fail)
+        self.leases = Leases(sessionmaker, settings, self._tasks, self.journal)
 
     @classmethod
     def from_settings(
@@ -149,14 +153,16 @@ class RunService:
         question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
         run_id = uuid.uuid4().hex
         async with self.sessionmaker() as session, session.begin():
-            await runs_repo.create_run(
+            run = await runs_repo.create_run(
                 session=session,
                 run_id=run_id,
                 template_id=spec.id,
                 question=question,
                 corpus=corpus,
                 budgets=spec.budgets.model_dump(),
+                owner=self.owner,
             )
+            self.journal.hold(runs_repo.Fence(run_id=run_id, owner=self.owner, generation=run.lease_generation))
         task = asyncio.create_task(
             self.execute(run_id, spec, question, corpus, started, providers), name=f"run-{run_id}"
         )
@@ -227,7 +233,9 @@ class RunService:
             )
             first_event_ms = (time.perf_counter() - started) * 1000
             async with self.sessionmaker() as session, session.begin():
-                await runs_repo.set_run_status(session=session, run_id=run_id, status="running")
+                await runs_repo.set_run_status(
+                    session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
+                )
 
             async def emit(event: Event) -> None:
                 await self.emit(run_id, event)
@@ -288,6 +296,8 @@ class RunService:
         except asyncio.CancelledError:
             await asyncio.shield(self.journal.fail(run_id, messages.RUN_INTERRUPTED))
             raise
+        except LeaseLost as exc:  # another executor or a sweep has the run now: write nothing more of it
+            logger.warning("run %s stopped here: %s", run_id, exc)
         except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run
             logger.exception("run %s failed", run_id)
             await self.journal.fail(run_id, messages.RUN_FAILED.format(reason=f"{type(exc).__name__}: {exc}"))
