@@ -29,3 +29,9 @@ VERIFY_EMPTY = "Nothing to verify: give at least one item with 'id', 'claim' and
 NOTHING_RELEVANT = "Nothing in {where} answers this question"
 NOTHING_RELEVANT_CLOSEST = "Nothing in {where} answers this question; closest passages: {closest}"
 SEARCH_FAILED = "the search failed on {failed} of {branches} branch(es) and nothing relevant was found: {errors}"
+
+DATABASE_FAILED = "the database could not be read or written (the details are in the server log)"
+UNEXPECTED_FAILURE = "an unexpected error (the details are in the server log)"
+REQUEST_FAILED = "The server could not answer this request: {reason}."
+DATABASE_UNWRITABLE = "the database could not be written to: {reason}"
+DATABASE_NO_ANSWER = "no answer within {seconds:g} s"

@@ -44,6 +44,13 @@ class DatabaseSettings(BaseModel):
         description="SQLAlchemy async URL. SQLite (aiosqlite) by default; postgresql+asyncpg://… at scale.",
     )
     echo: bool = Field(default=False, description="Log every SQL statement (debugging only).")
+    health_timeout_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="How long /healthz waits for its test write (and a lock) before it reports the database "
+        "unwritable with HTTP 503.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from sqlalchemy import text
 from sse_starlette import EventSourceResponse
 
 from veracity import messages
-from veracity.db import corpus_repo, runs_repo
+from veracity.db import runs_repo
 from veracity.errors import MalformedOutput, ModelError, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
-from veracity.web.deps import JudgeDep, RegistryDep, ServiceDep, SessionDep, SettingsDep
+from veracity.web.deps import JudgeDep, RegistryDep, ServiceDep, SessionDep, SessionmakerDep, SettingsDep
+from veracity.web.health import health_report
 from veracity.web.lookup import parse_last_event_id, run_or_404
 from veracity.web.sse import json_stream
 
@@ -131,7 +131,11 @@ async def templates(registry: RegistryDep) -> list[dict[str, Any]]:
     return [spec.model_dump(exclude={"eval_cases"}) for spec in registry.all()]
 
 
-@router.get("/healthz", summary="Liveness and database check")
-async def healthz(session: SessionDep) -> dict[str, Any]:
-    await session.execute(text("SELECT 1"))
-    return {"status": "ok", "corpora": await corpus_repo.corpus_counts(session=session)}
+@router.get(
+    "/healthz",
+    summary="Health: the database takes a write (else 503), runs queued and running, corpus sizes",
+    responses={503: {"description": "The database cannot be written to or read; `failed` says which and why."}},
+)
+async def healthz(sessionmaker: SessionmakerDep, settings: SettingsDep) -> JSONResponse:
+    status, body = await health_report(sessionmaker, settings.database.health_timeout_seconds)
+    return JSONResponse(body, status_code=status)

@@ -19,6 +19,7 @@ from veracity.runs.floor import fallback_kind
 from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
 from veracity.web import api, pages
+from veracity.web.errors import ServerErrors, error_response, wants_html
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
 from veracity.web.view import age, report_reference_numbers
@@ -26,10 +27,6 @@ from veracity.web.view import age, report_reference_numbers
 logger = logging.getLogger(__name__)
 
 FRONTEND = PACKAGE_DIR / "frontend"
-
-
-def _wants_html(request: Request) -> bool:
-    return not request.url.path.startswith(("/v1/", "/healthz")) and "text/html" in request.headers.get("accept", "")
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
@@ -57,6 +54,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     templates.env.filters["link_url"] = link_url
     templates.env.filters["fallback_kind"] = fallback_kind
     app.state.templates = templates
+    app.add_middleware(ServerErrors, templates=templates)  # inside SecurityHeaders: a 500 page gets them too
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
@@ -64,14 +62,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @app.exception_handler(VeracityError)
     async def _veracity_error(request: Request, exc: VeracityError) -> Response:
-        if _wants_html(request):
-            return templates.TemplateResponse(
-                request,
-                "pages/error.html",
-                {"message": exc.message, "status": exc.status_code},
-                status_code=exc.status_code,
-            )
-        return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=exc.status_code)
+        return error_response(request, templates, status=exc.status_code, code=exc.code, message=exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -79,7 +70,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors()
         )
         message = f"The request is not valid: {details}"
-        if _wants_html(request):
+        if wants_html(request):
             return HTMLResponse(message, status_code=422)
         return JSONResponse({"error": {"code": "bad_input", "message": message}}, status_code=422)
 

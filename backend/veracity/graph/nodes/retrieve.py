@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import SQLAlchemyError
 
+from veracity.db.failures import public_error
 from veracity.domain import BranchStat, Evidence, Subtask
 from veracity.errors import ModelError, VeracityError
 from veracity.events import BranchStatus, OpenedSource, RetrieveMapProgress
@@ -246,8 +247,9 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
     except ModelError:
         raise  # a model failure is the run's (the floor), not one branch's
     except (VeracityError, SQLAlchemyError, OSError) as exc:
-        logger.warning("run %s branch %s failed: %s", task["run_id"], subtask.id, exc)
-        stat.status, stat.error = "failed", f"{type(exc).__name__}: {exc}"
+        # The branch's error reaches the run's events and page: a database failure's SQL stays in the log.
+        stat.status, stat.error = "failed", public_error(exc, where=f"run {task['run_id']} branch {subtask.id}")
+        logger.warning("run %s branch %s failed: %s", task["run_id"], subtask.id, stat.error)
         kept = []
     await record_instructions(ctx, task, addressed)
     await _progress(ctx, stat, stat.status, sources)
