@@ -177,6 +177,15 @@ async def append_event(*, session: AsyncSession, run_id: str, name: str, payload
     return event
 
 
+async def last_event_is(*, session: AsyncSession, run_id: str, name: str, payload: dict[str, Any]) -> bool:
+    """Whether the run's newest event is this one: a retried write whose first commit did land (its
+    acknowledgement was lost) is not stored twice."""
+    last = await session.scalar(
+        select(RunEvent).where(RunEvent.run_id == run_id).order_by(RunEvent.seq.desc()).limit(1)
+    )
+    return last is not None and last.name == name and last.payload == payload
+
+
 async def append_audit(
     *, session: AsyncSession, run_id: str, stage: str, attempt: int, payload: dict[str, Any]
 ) -> AuditEntry:

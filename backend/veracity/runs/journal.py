@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.models import RunEvent
+from veracity.db.transient import retry_transient
 from veracity.domain import Report
 from veracity.errors import LeaseLost, NotFound
 from veracity.events import TERMINAL_EVENTS, Complete, Event, RunFailed
@@ -62,10 +63,22 @@ class Journal:
         """Persist one event (fenced: ``LeaseLost`` when this process no longer holds the run), then wake its
         readers. The fence's UPDATE renews the lease as well; ``keep_leases`` renews it between events."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
-        async with lock:
+        payload = event.payload()
+        tries = 0
+
+        async def write() -> None:
+            nonlocal tries
+            tries += 1
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.hold(session=session, fence=self.fence(run_id))
-                await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=event.payload())
+                if tries > 1 and await runs_repo.last_event_is(
+                    session=session, run_id=run_id, name=event.name, payload=payload
+                ):
+                    return  # the first try's commit landed; only its acknowledgement was lost
+                await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=payload)
+
+        async with lock:
+            await retry_transient(write, what=f"run {run_id} event {event.name}")
         await self.notifier.notify(run_id)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
@@ -91,15 +104,26 @@ class Journal:
                 await self.notifier.wait(run_id, timeout=1.0)
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
-        async with self.sessionmaker() as session, session.begin():
-            await runs_repo.hold(session=session, fence=self.fence(run_id))
-            await runs_repo.append_audit(session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload)
+        async def write() -> None:
+            async with self.sessionmaker() as session, session.begin():
+                await runs_repo.hold(session=session, fence=self.fence(run_id))
+                await runs_repo.append_audit(
+                    session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload
+                )
+
+        await retry_transient(write, what=f"run {run_id} audit {stage}")
 
     async def store(self, run_id: str, candidate: Report) -> None:
         """The artifact, the run's status and `complete`, in one fenced transaction."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
-        async with lock:
+        tries = 0
+
+        async def write() -> None:
+            nonlocal tries
+            tries += 1
             async with self.sessionmaker() as session, session.begin():
+                if tries > 1 and await self._ended(session, run_id, "done"):
+                    return  # the first try's commit landed; only its acknowledgement was lost
                 fence = self.fence(run_id)
                 await runs_repo.hold(session=session, fence=fence)
                 artifact = await runs_repo.add_artifact_version(
@@ -125,6 +149,9 @@ class Journal:
                 await runs_repo.append_event(
                     session=session, run_id=run_id, name=complete.name, payload=complete.payload()
                 )
+
+        async with lock:
+            await retry_transient(write, what=f"run {run_id} artifact")
         await self.notifier.notify(run_id)
         self._release(run_id)
 
@@ -134,15 +161,22 @@ class Journal:
         already ended the run) nothing is written and False is returned."""
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         failed = RunFailed(message=message, detail=detail or None)
+        tries = 0
+
+        async def write() -> None:
+            nonlocal tries
+            tries += 1
+            async with self.sessionmaker() as session, session.begin():
+                if tries > 1 and await self._ended(session, run_id, "failed"):
+                    return  # the first try's commit landed; only its acknowledgement was lost
+                await runs_repo.set_run_status(
+                    session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
+                )
+                await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
+
         try:
             async with lock:
-                async with self.sessionmaker() as session, session.begin():
-                    await runs_repo.set_run_status(
-                        session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
-                    )
-                    await runs_repo.append_event(
-                        session=session, run_id=run_id, name=failed.name, payload=failed.payload()
-                    )
+                await retry_transient(write, what=f"run {run_id} failure")
         except LeaseLost:
             logger.warning("run %s: not failed from here, this process no longer holds it", run_id)
             return False
@@ -150,6 +184,10 @@ class Journal:
             self._release(run_id)
         await self.notifier.notify(run_id)
         return True
+
+    async def _ended(self, session: AsyncSession, run_id: str, status: str) -> bool:
+        run = await runs_repo.get_run(session=session, run_id=run_id)
+        return run is not None and run.status == status and run.owner is None
 
     async def sweep(self, run_id: str, message: str, *, stale_before: datetime) -> bool:
         """End another executor's run that stopped renewing its lease: status failed and one ``error`` event in

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity import messages
 from veracity.compose.extractive import ExtractiveComposer
 from veracity.db import corpus_repo, runs_repo
+from veracity.db.failures import public_error
 from veracity.db.models import RunEvent
 from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput, LeaseLost
@@ -300,4 +301,4 @@ class RunService:
             logger.warning("run %s stopped here: %s", run_id, exc)
         except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run
             logger.exception("run %s failed", run_id)
-            await self.journal.fail(run_id, messages.RUN_FAILED.format(reason=f"{type(exc).__name__}: {exc}"))
+            await self.journal.fail(run_id, messages.RUN_FAILED.format(reason=public_error(exc, where=f"run {run_id}")))
