@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -60,6 +61,10 @@ class ResearchRun(Base):
     """The executor holding the run (``host:pid:nonce``); None once it ended or was swept."""
     lease_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Bumped by every claim and every sweep: a write fenced on an older generation is refused."""
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """A user asked the run to stop: its executor's next fenced write ends it as cancelled."""
+    rerun_of: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    """The run this one re-runs (same question, template and corpus), when it is a re-run."""
 
 
 class RunEvent(Base):
