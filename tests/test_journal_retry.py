@@ -17,7 +17,7 @@ from conftest import SMALL_CORPUS, service_with_docs
 from veracity import messages
 from veracity.db import runs_repo
 from veracity.events import RouteDecided
-from veracity.runs.service import Providers
+from veracity.runs.providers import Providers
 from veracity.specs.models import Spec
 
 

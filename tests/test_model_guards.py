@@ -28,7 +28,8 @@ from veracity.guards.model import QUOTE_NOT_FOUND, QUOTE_TOO_SHORT, ModelJudge, 
 from veracity.guards.quotes import locate
 from veracity.ports import ReviewRequest, Source
 from veracity.runs.model_set import build_models
-from veracity.runs.service import Providers, RunService
+from veracity.runs.providers import Providers
+from veracity.runs.service import RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
 from veracity.settings import JUDGE_CONCURRENCY, Settings

@@ -22,7 +22,8 @@ from veracity.evals.scripted_openai import ScriptedOpenAI
 from veracity.graph.builder import build_graph
 from veracity.guards.judge import make_judge
 from veracity.runs.model_set import build_models
-from veracity.runs.service import Providers, RunService
+from veracity.runs.providers import Providers
+from veracity.runs.service import RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
 from veracity.settings import Settings

@@ -22,7 +22,8 @@ from veracity.graph.context import Context
 from veracity.graph.nodes.compose import compose
 from veracity.graph.state import RunState
 from veracity.ports import ComposeRequest, SearchHit
-from veracity.runs.service import Providers, RunService
+from veracity.runs.providers import Providers
+from veracity.runs.service import RunService
 from veracity.search.local import LocalSearch
 from veracity.semantic.model import process_semantics
 from veracity.specs.policy import load_packs

@@ -43,6 +43,19 @@ class LeaseLost(VeracityError):
     code = "lease_lost"
 
 
+class RunCancelled(VeracityError):
+    """A user asked the run to stop (``research_runs.cancel_requested``): its executor ends it as cancelled."""
+
+    code = "run_cancelled"
+
+
+class Conflict(VeracityError):
+    """The request does not fit the resource's state (cancelling a finished run)."""
+
+    status_code = 409
+    code = "conflict"
+
+
 class ModelError(VeracityError):
     """The model could not be reached, timed out, or refused; the run falls to the floor."""
 

@@ -18,6 +18,8 @@ CORPUS_NAME_INVALID = "Corpus names are 1-64 letters, digits, '-' or '_', got '{
 SEARCH_QUERY_EMPTY = "The search query is empty."
 QUERIES_FILE_BAD_LINE = "{path}:{line}: each line must be a JSON object with 'id' and 'query'."
 RUN_INTERRUPTED = "The server stopped while this run was in progress; it did not finish."
+RUN_CANCELLED = "Cancelled at the user's request; the run stopped before it finished."
+RUN_ALREADY_FINISHED = "Run '{run_id}' has already finished ({status}); there is nothing to cancel."
 LOOP_ABORT_DETAIL = (
     "The pre-persistence gate rejected {rejections} reports in a row (last: {problems}), so nothing was stored: "
     "the template asks for something these sources cannot give."

@@ -11,7 +11,7 @@ from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
-from veracity.errors import LeaseLost
+from veracity.errors import LeaseLost, RunCancelled
 
 ACTIVE = ("pending", "running")
 
@@ -32,7 +32,8 @@ def _rows(result: object) -> int:
 async def hold(*, session: AsyncSession, fence: Fence) -> None:
     """Check the claim in the caller's transaction, and renew the lease with it: the run is still active, still
     this owner's, still this generation. The UPDATE takes the run's row lock (PostgreSQL) or the write lock
-    (SQLite), so a sweep cannot slip between this check and the writes that follow it. Raises ``LeaseLost``."""
+    (SQLite), so a sweep cannot slip between this check and the writes that follow it. Raises ``LeaseLost``, or
+    ``RunCancelled`` once a user asked the run to stop (the write is not made; the executor ends the run)."""
     result = await session.execute(
         update(ResearchRun)
         .where(
@@ -42,9 +43,13 @@ async def hold(*, session: AsyncSession, fence: Fence) -> None:
             ResearchRun.status.in_(ACTIVE),
         )
         .values(updated_at=utcnow())
+        .returning(ResearchRun.cancel_requested)
     )
-    if _rows(result) != 1:
+    rows = result.all()
+    if len(rows) != 1:
         raise LeaseLost(f"run {fence.run_id} is no longer held by {fence.owner} (generation {fence.generation})")
+    if rows[0][0]:
+        raise RunCancelled(f"run {fence.run_id}: cancel requested")
 
 
 async def create_run(
@@ -56,6 +61,7 @@ async def create_run(
     corpus: str,
     budgets: dict[str, Any],
     owner: str | None = None,
+    rerun_of: str | None = None,
 ) -> ResearchRun:
     """A pending run; with ``owner``, already claimed by it (generation 1)."""
     run = ResearchRun(
@@ -68,6 +74,7 @@ async def create_run(
         budgets=budgets,
         owner=owner,
         lease_generation=1 if owner else 0,
+        rerun_of=rerun_of,
     )
     session.add(run)
     await session.flush()
@@ -157,13 +164,35 @@ async def unfinished_runs(*, session: AsyncSession, stale_before: datetime | Non
     return result.scalars().all()
 
 
+async def request_cancel(*, session: AsyncSession, run_id: str) -> ResearchRun | None:
+    """Ask an active run to stop; the run as it now is (None when unknown). A run nobody has claimed yet (queued)
+    is ended here and now — status failed with ``error`` — and the caller writes its ``error`` event; a claimed
+    one is stopped by its executor at its next write or lease renewal."""
+    await session.execute(
+        update(ResearchRun)
+        .where(ResearchRun.id == run_id, ResearchRun.status.in_(ACTIVE))
+        .values(cancel_requested=True)
+    )
+    return await session.get(ResearchRun, run_id, populate_existing=True)
+
+
+async def end_unclaimed(*, session: AsyncSession, run_id: str, error: str) -> bool:
+    """Fail a run no executor holds (still queued), once: True when this call ended it."""
+    result = await session.execute(
+        update(ResearchRun)
+        .where(ResearchRun.id == run_id, ResearchRun.status.in_(ACTIVE), ResearchRun.owner.is_(None))
+        .values(status="failed", error=error, lease_generation=ResearchRun.lease_generation + 1, updated_at=utcnow())
+    )
+    return _rows(result) == 1
+
+
 async def renew_leases(*, session: AsyncSession, fences: Sequence[Fence]) -> list[str]:
     """Renew the leases this executor still holds; the runs whose claim was lost (swept, claimed elsewhere)."""
     lost: list[str] = []
     for fence in fences:
         try:
             await hold(session=session, fence=fence)
-        except LeaseLost:
+        except (LeaseLost, RunCancelled):
             lost.append(fence.run_id)
     return lost
 

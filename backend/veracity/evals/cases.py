@@ -23,7 +23,7 @@ from veracity.specs.registry import SpecRegistry
 if TYPE_CHECKING:
     from veracity.evals.scripted_openai import ScriptedOpenAI
     from veracity.runs.model_set import ModelSet
-    from veracity.runs.service import Providers
+    from veracity.runs.providers import Providers
 
 
 @dataclass
@@ -124,8 +124,8 @@ async def run_eval_cases(*, settings: Settings, spec_id: str | None = None) -> l
     import asyncio
 
     from veracity.runs.model_set import ModelSet
+    from veracity.runs.providers import Providers
     from veracity.runs.runtime import open_runtime
-    from veracity.runs.service import Providers
 
     registry = SpecRegistry.load()
     specs = [registry.get(spec_id)] if spec_id else registry.all()
@@ -223,7 +223,7 @@ def scripted_models(llm: ScriptedOpenAI, settings: Settings, script: Script) -> 
     server, playing this case's steps; the offline judge labels the claims when no judge step is given."""
     from veracity.guards.judge import make_judge
     from veracity.runs.model_set import build_models
-    from veracity.runs.service import Providers
+    from veracity.runs.providers import Providers
 
     llm.play({role: script.steps(role) for role in ("composer", "judge", "reviewer") if getattr(script, role)})
     model = settings.model.model_copy(

@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.db import runs_repo
-from veracity.db.models import RunEvent
+from veracity.db.models import ResearchRun, RunEvent
 from veracity.db.transient import retry_transient
 from veracity.domain import Report
-from veracity.errors import LeaseLost, NotFound
+from veracity.errors import Conflict, LeaseLost, NotFound
 from veracity.events import TERMINAL_EVENTS, Complete, Event, RunFailed
 from veracity.runs.notifier import RunNotifier
 from veracity.runs.report import render_markdown
@@ -184,6 +184,31 @@ class Journal:
             self._release(run_id)
         await self.notifier.notify(run_id)
         return True
+
+    async def cancel(self, run_id: str) -> ResearchRun:
+        """A user asks the run to stop (any process may take the request: it is a flag on the run's row). A run no
+        executor holds yet ends here, with its ``error`` event; a held one is ended by its executor, which reads
+        the flag at its next write or lease renewal. ``Conflict`` when the run has already finished."""
+        cancelled = RunFailed(message=messages.RUN_CANCELLED)
+        async with self.sessionmaker() as session, session.begin():
+            run = await runs_repo.request_cancel(session=session, run_id=run_id)
+            if run is None:
+                raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+            if run.status not in runs_repo.ACTIVE:
+                raise Conflict(messages.RUN_ALREADY_FINISHED.format(run_id=run_id, status=run.outcome or run.status))
+            if run.owner is None and await runs_repo.end_unclaimed(
+                session=session, run_id=run_id, error=messages.RUN_CANCELLED
+            ):
+                await runs_repo.append_event(
+                    session=session, run_id=run_id, name=cancelled.name, payload=cancelled.payload()
+                )
+        await self.notifier.notify(run_id)
+        return run
+
+    async def cancel_requested(self, run_id: str) -> bool:
+        async with self.sessionmaker() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+        return run is not None and run.cancel_requested
 
     async def _ended(self, session: AsyncSession, run_id: str, status: str) -> bool:
         run = await runs_repo.get_run(session=session, run_id=run_id)

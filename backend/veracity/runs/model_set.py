@@ -13,7 +13,7 @@ from veracity.settings import Settings
 if TYPE_CHECKING:
     import openai
 
-    from veracity.runs.service import Providers
+    from veracity.runs.providers import Providers
 
 
 @dataclass
@@ -29,7 +29,7 @@ class ModelSet:
         """A run's providers: these models, and the offline composer and judge for roles without one."""
         from veracity.compose.extractive import ExtractiveComposer
         from veracity.guards.judge import make_judge
-        from veracity.runs.service import Providers
+        from veracity.runs.providers import Providers
 
         return Providers(
             composer=self.composer or ExtractiveComposer(),

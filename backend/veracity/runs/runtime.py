@@ -30,7 +30,8 @@ from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.graph.builder import build_graph
 from veracity.runs.model_set import ModelSet, build_models
-from veracity.runs.service import Providers, RunService
+from veracity.runs.providers import Providers
+from veracity.runs.service import RunService
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import Settings

@@ -13,30 +13,28 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
-from veracity.compose.extractive import ExtractiveComposer
 from veracity.db import corpus_repo, runs_repo
 from veracity.db.failures import public_error
-from veracity.db.models import RunEvent
+from veracity.db.models import ResearchRun, RunEvent
 from veracity.domain import WEB_SOURCE
-from veracity.errors import BadInput, LeaseLost
+from veracity.errors import BadInput, LeaseLost, NotFound, RunCancelled
 from veracity.events import Event, ModelCall, RunStarted
 from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.state import GraphOutput, RunInput
-from veracity.guards.judge import make_judge
 from veracity.models.usage import UsageMeter, current_listener, current_meter
-from veracity.ports import Composer, GroundingJudge, HitRanker, Planner, Reviewer, SearchProvider
+from veracity.ports import HitRanker, SearchProvider
 from veracity.runs.finish import gate_and_store
 from veracity.runs.journal import Journal
 from veracity.runs.leases import Leases
 from veracity.runs.notifier import RunNotifier
+from veracity.runs.providers import Providers
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import Settings
@@ -49,17 +47,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RUN_ID_LEN = 32
-
-
-@dataclass
-class Providers:
-    """Who drafts, who judges and who reviews one run. Offline by default: extractive composer, lexical judge,
-    the rule-based reviewer alone."""
-
-    composer: Composer = field(default_factory=ExtractiveComposer)
-    judge: GroundingJudge = field(default_factory=make_judge)
-    reviewer: Reviewer | None = None
-    planner: Planner | None = None
 
 
 class RunService:
@@ -147,9 +134,16 @@ class RunService:
 
     # ---- lifecycle --------------------------------------------------------------------------------
     async def start(
-        self, *, question: str, template: str, corpus: str | None = None, providers: Providers | None = None
+        self,
+        *,
+        question: str,
+        template: str,
+        corpus: str | None = None,
+        providers: Providers | None = None,
+        rerun_of: str | None = None,
     ) -> str:
-        """Validate, persist the run, and start executing it in the background. Returns the run ID."""
+        """Validate, persist the run (``rerun_of``: the run it re-runs), and start executing it in the background.
+        Returns the run ID."""
         started = time.perf_counter()
         question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
         run_id = uuid.uuid4().hex
@@ -162,6 +156,7 @@ class RunService:
                 corpus=corpus,
                 budgets=spec.budgets.model_dump(),
                 owner=self.owner,
+                rerun_of=rerun_of,
             )
             self.journal.hold(runs_repo.Fence(run_id=run_id, owner=self.owner, generation=run.lease_generation))
         task = asyncio.create_task(
@@ -171,6 +166,18 @@ class RunService:
         self.start_upkeep(until_idle=True)
         task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
         return run_id
+
+    async def cancel(self, run_id: str) -> ResearchRun:
+        """Ask a run to stop, whichever process executes it (``Journal.cancel``)."""
+        return await self.journal.cancel(run_id)
+
+    async def rerun(self, run_id: str) -> str:
+        """A new run of ``run_id``'s question, template and corpus, linked to it; the new run's ID."""
+        async with self.sessionmaker() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+        if run is None:
+            raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+        return await self.start(question=run.question, template=run.template_id, corpus=run.corpus, rerun_of=run_id)
 
     async def wait(self, run_id: str) -> None:
         task = self._tasks.get(run_id)
@@ -295,8 +302,14 @@ class RunService:
                 first_event_ms,
             )
         except asyncio.CancelledError:
-            await asyncio.shield(self.journal.fail(run_id, messages.RUN_INTERRUPTED))
+            # Stopped here: by a user's cancel the lease upkeep found, or because this process is shutting down.
+            asked = await asyncio.shield(self.journal.cancel_requested(run_id))
+            await asyncio.shield(
+                self.journal.fail(run_id, messages.RUN_CANCELLED if asked else messages.RUN_INTERRUPTED)
+            )
             raise
+        except RunCancelled:  # a user asked it to stop; its next write found out
+            await self.journal.fail(run_id, messages.RUN_CANCELLED)
         except LeaseLost as exc:  # another executor or a sweep has the run now: write nothing more of it
             logger.warning("run %s stopped here: %s", run_id, exc)
         except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
@@ -48,6 +48,24 @@ async def research_events(
     await run_or_404(session, run_id)
     await session.close()
     return EventSourceResponse(json_stream(service.tail(run_id, cursor)), ping=settings.limits.sse_ping_seconds)
+
+
+@router.post("/v1/research/{run_id}/cancel", status_code=202, summary="Ask a run to stop (409 once it has finished)")
+async def research_cancel(run_id: str, service: ServiceDep, session: SessionDep) -> dict[str, Any]:
+    await run_or_404(session, run_id)
+    await session.close()
+    run = await service.cancel(run_id)
+    # A queued run is ended at once ("failed"); a running one is stopped by its executor within seconds.
+    return {"run_id": run_id, "status": run.status, "cancel_requested": True}
+
+
+@router.post("/v1/research/{run_id}/rerun", status_code=201, summary="Re-run a run: same question, template and corpus")
+async def research_rerun(run_id: str, service: ServiceDep, session: SessionDep, response: Response) -> dict[str, Any]:
+    await run_or_404(session, run_id)
+    await session.close()
+    new_id = await service.rerun(run_id)
+    response.headers["Location"] = f"/v1/research/{new_id}"
+    return {"run_id": new_id, "rerun_of": run_id}
 
 
 def _artifact_json(run: Any, artifact: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from sse_starlette import EventSourceResponse
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import corpus_repo, runs_repo
 from veracity.domain import Report
-from veracity.errors import BadInput, NotFound
+from veracity.errors import BadInput, Conflict, NotFound
 from veracity.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
@@ -106,6 +106,27 @@ async def open_run(
     except NotFound as exc:
         return await _home(request, templates, registry, settings, session, error=exc.message, status_code=404)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.post("/runs/{run_id}/cancel", response_model=None)
+async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep) -> Response:
+    """The run page's Cancel button (a plain form: no JavaScript needed); back to the page, which shows the run
+    stopping (or, if it finished meanwhile, how it ended)."""
+    await run_or_404(session, run_id)
+    await session.close()
+    try:
+        await service.cancel(run_id)
+    except Conflict:
+        pass  # it finished before the click arrived: the page says how
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.post("/runs/{run_id}/rerun", response_model=None)
+async def rerun_run(run_id: str, service: ServiceDep, session: SessionDep) -> Response:
+    """The run page's Re-run button: a new run of the same question, template and corpus, linked to this one."""
+    await run_or_404(session, run_id)
+    await session.close()
+    return RedirectResponse(f"/runs/{await service.rerun(run_id)}", status_code=303)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
