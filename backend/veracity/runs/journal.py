@@ -1,6 +1,7 @@
-"""A run's journal: events persisted before anyone sees them (then their readers woken), the audit trail, and
-the two ways a run ends — its artifact stored with ``complete``, or ``error`` — each in one transaction. One
-lock per run keeps its events in order.
+"""A run's journal: events persisted before anyone sees them (then their readers woken: in this process through
+the feed, in others by a ``pg_notify`` in the event's own transaction on PostgreSQL), the audit trail, and the two
+ways a run ends — its artifact stored with ``complete``, or ``error`` — each in one transaction. One lock per run
+keeps its events in order. Viewers follow a run through ``runs/feed.py``.
 
 Every write of a run this process executes is fenced (``runs_repo.hold`` in the same transaction): once the claim
 is lost — a sweep failed the run while this process was frozen, or another worker took it over — the write is
@@ -12,19 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from veracity import messages
 from veracity.db import runs_repo
-from veracity.db.models import RunEvent
 from veracity.domain import Report
-from veracity.errors import LeaseLost, NotFound
-from veracity.events import TERMINAL_EVENTS, Complete, Event, RunFailed
-from veracity.runs.notifier import RunNotifier
+from veracity.errors import LeaseLost
+from veracity.events import Complete, Event, RunFailed
+from veracity.runs.feed import RunFeed
 from veracity.runs.report import render_markdown
 from veracity.settings import Settings
 
@@ -32,11 +30,9 @@ logger = logging.getLogger(__name__)
 
 
 class Journal:
-    def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], notifier: RunNotifier, settings: Settings
-    ) -> None:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], feed: RunFeed, settings: Settings) -> None:
         self.sessionmaker = sessionmaker
-        self.notifier = notifier
+        self.feed = feed
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
         self._fences: dict[str, runs_repo.Fence] = {}
@@ -65,30 +61,13 @@ class Journal:
         async with lock:
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.hold(session=session, fence=self.fence(run_id))
-                await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=event.payload())
-        await self.notifier.notify(run_id)
+                stored = await runs_repo.append_event(
+                    session=session, run_id=run_id, name=event.name, payload=event.payload()
+                )
+                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+        self.feed.wake(run_id, stored.seq)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
-
-    async def tail(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
-        """Stored events after ``after_seq``, then live ones as they are persisted, until a terminal event."""
-        last = after_seq
-        while True:
-            async with self.sessionmaker() as session:
-                run = await runs_repo.get_run(session=session, run_id=run_id)
-                if run is None:
-                    raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-                batch = await runs_repo.events_after(session=session, run_id=run_id, after_seq=last)
-                finished = run.status in ("done", "failed")
-            for event in batch:
-                last = event.seq
-                yield event
-                if event.name in TERMINAL_EVENTS:
-                    return
-            if finished and not batch:
-                return
-            if not batch:
-                await self.notifier.wait(run_id, timeout=1.0)
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
         async with self.sessionmaker() as session, session.begin():
@@ -122,10 +101,11 @@ class Journal:
                     report=candidate.model_dump(mode="json"),
                     metrics=candidate.metrics,
                 )
-                await runs_repo.append_event(
+                stored = await runs_repo.append_event(
                     session=session, run_id=run_id, name=complete.name, payload=complete.payload()
                 )
-        await self.notifier.notify(run_id)
+                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+        self.feed.wake(run_id, stored.seq)
         self._release(run_id)
 
     async def fail(self, run_id: str, message: str, *, detail: str | None = None) -> bool:
@@ -140,15 +120,16 @@ class Journal:
                     await runs_repo.set_run_status(
                         session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
                     )
-                    await runs_repo.append_event(
+                    stored = await runs_repo.append_event(
                         session=session, run_id=run_id, name=failed.name, payload=failed.payload()
                     )
+                    await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
         except LeaseLost:
             logger.warning("run %s: not failed from here, this process no longer holds it", run_id)
             return False
         finally:
             self._release(run_id)
-        await self.notifier.notify(run_id)
+        self.feed.wake(run_id, stored.seq)
         return True
 
     async def sweep(self, run_id: str, message: str, *, stale_before: datetime) -> bool:
@@ -158,6 +139,9 @@ class Journal:
         async with self.sessionmaker() as session, session.begin():
             if not await runs_repo.fail_stale(session=session, run_id=run_id, stale_before=stale_before, error=message):
                 return False
-            await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
-        await self.notifier.notify(run_id)
+            stored = await runs_repo.append_event(
+                session=session, run_id=run_id, name=failed.name, payload=failed.payload()
+            )
+            await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+        self.feed.wake(run_id, stored.seq)
         return True
