@@ -1,5 +1,6 @@
-"""`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus, then the
-retrieval benchmarks (fan-out efficiency on the fixture site; search latency against rank-bm25 and ingest rate
+"""`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus, one run
+watched by 500 viewers (events lost, lag, run time against no viewers; bench/viewers.py), then the retrieval
+benchmarks (fan-out efficiency on the fixture site; search latency against rank-bm25 and ingest rate
 on SciFact when the evaluation data is beside the checkout).
 
 Each question runs several times in one process against the configured database; medians are printed.
@@ -21,7 +22,7 @@ from sqlalchemy.engine import make_url
 
 from veracity.events import Complete, decode
 from veracity.runs.model_set import ModelSet
-from veracity.runs.runtime import open_runtime
+from veracity.runs.runtime import Runtime, open_runtime
 from veracity.runs.service import RunService
 from veracity.settings import get_settings
 
@@ -140,6 +141,7 @@ async def main() -> int:
             try:
                 if await _market_brief({"semantic": runtime.service, "lexical": lexical}) != 0:
                     return 1
+                await watched(runtime)
             finally:
                 await lexical.shutdown(0)
     finally:
@@ -205,6 +207,12 @@ async def search_and_ingest(eval_data: Path | None) -> None:
     ingest = await bench_ingest_rate(data)
     rate = ingest["docs_per_s"]
     print(f"ingest: {ingest['documents']} SciFact documents in {ingest['seconds']:.1f} s = {rate:.0f} docs/s")
+
+
+async def watched(runtime: Runtime) -> None:
+    from viewers import measure, report
+
+    print(report(await measure(runtime, QUESTIONS[1], "market_brief"), "market_brief"))
 
 
 async def fanout() -> None:

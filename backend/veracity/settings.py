@@ -99,6 +99,14 @@ class LimitSettings(BaseModel):
         description="A process renews the runs it executes every third of this; an unfinished run not renewed for "
         "this long (its process died) is marked interrupted, at start-up or by any process's periodic sweep.",
     )
+    feed_poll_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="The safety net under live viewing: a run with viewers in this process is read at least this "
+        "often even when no notification arrives (viewers are woken by the writer in-process, or PostgreSQL "
+        "LISTEN/NOTIFY across processes).",
+    )
 
 
 class SearchSettings(BaseModel):

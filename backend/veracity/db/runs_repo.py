@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy import CursorResult, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
 from veracity.errors import LeaseLost, RunCancelled
 
 ACTIVE = ("pending", "running")
+RUN_EVENTS_CHANNEL = "veracity_run_events"
+"""The PostgreSQL notification channel a run's new events are announced on (payload ``run_id:seq``)."""
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,17 @@ async def last_event_is(*, session: AsyncSession, run_id: str, name: str, payloa
     return last is not None and last.name == name and last.payload == payload
 
 
+async def announce_event(*, session: AsyncSession, run_id: str, seq: int) -> None:
+    """Tell every process listening that ``run_id`` has an event ``seq``, in the caller's transaction: PostgreSQL
+    delivers the notification on commit, and never when the transaction rolls back. Nothing on SQLite, which has no
+    notifications (its readers are woken in-process, and poll)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    await session.execute(
+        text("SELECT pg_notify(:channel, :payload)"), {"channel": RUN_EVENTS_CHANNEL, "payload": f"{run_id}:{seq}"}
+    )
+
+
 async def append_audit(
     *, session: AsyncSession, run_id: str, stage: str, attempt: int, payload: dict[str, Any]
 ) -> AuditEntry:
@@ -231,9 +244,12 @@ async def audit_trail(*, session: AsyncSession, run_id: str) -> Sequence[AuditEn
 
 
 async def events_after(
-    *, session: AsyncSession, run_id: str, after_seq: int = 0, limit: int | None = None
+    *, session: AsyncSession, run_id: str, after_seq: int = 0, through_seq: int | None = None, limit: int | None = None
 ) -> Sequence[RunEvent]:
+    """A run's events after ``after_seq`` (up to ``through_seq`` inclusive, when given), in order."""
     query = select(RunEvent).where(RunEvent.run_id == run_id, RunEvent.seq > after_seq).order_by(RunEvent.seq)
+    if through_seq is not None:
+        query = query.where(RunEvent.seq <= through_seq)
     if limit is not None:
         query = query.limit(limit)
     result = await session.execute(query)

@@ -1,18 +1,19 @@
-"""A run's journal: events persisted before anyone sees them (then their readers woken), the audit trail, and
-the two ways a run ends — its artifact stored with ``complete``, or ``error`` — each in one transaction. One
-lock per run keeps its events in order.
+"""A run's journal: events persisted before anyone sees them (then their readers woken: in this process through
+the feed, in others by a ``pg_notify`` in the event's own transaction on PostgreSQL), the audit trail, and the two
+ways a run ends — its artifact stored with ``complete``, or ``error`` — each in one transaction. One lock per run
+keeps its events in order. Viewers follow a run through ``runs/feed.py``.
 
 Every write of a run this process executes is fenced (``runs_repo.hold`` in the same transaction): once the claim
 is lost — a sweep failed the run while this process was frozen, or another worker took it over — the write is
 refused with ``LeaseLost`` and nothing of it is stored. A sweep ends another executor's stale run with a
-conditional update, so the run gets at most one ``error`` event however many sweeps race.
+conditional update, so the run gets at most one ``error`` event however many sweeps race. Each write is one
+transaction retried briefly on a transient database error, checking first that an earlier try did not land.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -20,12 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.db import runs_repo
-from veracity.db.models import ResearchRun, RunEvent
+from veracity.db.models import ResearchRun
 from veracity.db.transient import retry_transient
 from veracity.domain import Report
 from veracity.errors import Conflict, LeaseLost, NotFound
-from veracity.events import TERMINAL_EVENTS, Complete, Event, RunFailed
-from veracity.runs.notifier import RunNotifier
+from veracity.events import Complete, Event, RunFailed
+from veracity.runs.feed import RunFeed
 from veracity.runs.report import render_markdown
 from veracity.settings import Settings
 
@@ -33,11 +34,9 @@ logger = logging.getLogger(__name__)
 
 
 class Journal:
-    def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], notifier: RunNotifier, settings: Settings
-    ) -> None:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], feed: RunFeed, settings: Settings) -> None:
         self.sessionmaker = sessionmaker
-        self.notifier = notifier
+        self.feed = feed
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
         self._fences: dict[str, runs_repo.Fence] = {}
@@ -66,7 +65,7 @@ class Journal:
         payload = event.payload()
         tries = 0
 
-        async def write() -> None:
+        async def write() -> int | None:
             nonlocal tries
             tries += 1
             async with self.sessionmaker() as session, session.begin():
@@ -74,34 +73,16 @@ class Journal:
                 if tries > 1 and await runs_repo.last_event_is(
                     session=session, run_id=run_id, name=event.name, payload=payload
                 ):
-                    return  # the first try's commit landed; only its acknowledgement was lost
-                await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=payload)
+                    return None  # the first try's commit landed (and was announced); its acknowledgement was lost
+                stored = await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=payload)
+                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+                return stored.seq
 
         async with lock:
-            await retry_transient(write, what=f"run {run_id} event {event.name}")
-        await self.notifier.notify(run_id)
+            seq = await retry_transient(write, what=f"run {run_id} event {event.name}")
+        self.feed.wake(run_id, seq)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
-
-    async def tail(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
-        """Stored events after ``after_seq``, then live ones as they are persisted, until a terminal event."""
-        last = after_seq
-        while True:
-            async with self.sessionmaker() as session:
-                run = await runs_repo.get_run(session=session, run_id=run_id)
-                if run is None:
-                    raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-                batch = await runs_repo.events_after(session=session, run_id=run_id, after_seq=last)
-                finished = run.status in ("done", "failed")
-            for event in batch:
-                last = event.seq
-                yield event
-                if event.name in TERMINAL_EVENTS:
-                    return
-            if finished and not batch:
-                return
-            if not batch:
-                await self.notifier.wait(run_id, timeout=1.0)
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
         async def write() -> None:
@@ -118,12 +99,12 @@ class Journal:
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         tries = 0
 
-        async def write() -> None:
+        async def write() -> int | None:
             nonlocal tries
             tries += 1
             async with self.sessionmaker() as session, session.begin():
                 if tries > 1 and await self._ended(session, run_id, "done"):
-                    return  # the first try's commit landed; only its acknowledgement was lost
+                    return None  # the first try's commit landed; only its acknowledgement was lost
                 fence = self.fence(run_id)
                 await runs_repo.hold(session=session, fence=fence)
                 artifact = await runs_repo.add_artifact_version(
@@ -146,13 +127,15 @@ class Journal:
                     report=candidate.model_dump(mode="json"),
                     metrics=candidate.metrics,
                 )
-                await runs_repo.append_event(
+                stored = await runs_repo.append_event(
                     session=session, run_id=run_id, name=complete.name, payload=complete.payload()
                 )
+                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+                return stored.seq
 
         async with lock:
-            await retry_transient(write, what=f"run {run_id} artifact")
-        await self.notifier.notify(run_id)
+            seq = await retry_transient(write, what=f"run {run_id} artifact")
+        self.feed.wake(run_id, seq)
         self._release(run_id)
 
     async def fail(self, run_id: str, message: str, *, detail: str | None = None) -> bool:
@@ -163,26 +146,30 @@ class Journal:
         failed = RunFailed(message=message, detail=detail or None)
         tries = 0
 
-        async def write() -> None:
+        async def write() -> int | None:
             nonlocal tries
             tries += 1
             async with self.sessionmaker() as session, session.begin():
                 if tries > 1 and await self._ended(session, run_id, "failed"):
-                    return  # the first try's commit landed; only its acknowledgement was lost
+                    return None  # the first try's commit landed; only its acknowledgement was lost
                 await runs_repo.set_run_status(
                     session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
                 )
-                await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
+                stored = await runs_repo.append_event(
+                    session=session, run_id=run_id, name=failed.name, payload=failed.payload()
+                )
+                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+                return stored.seq
 
         try:
             async with lock:
-                await retry_transient(write, what=f"run {run_id} failure")
+                seq = await retry_transient(write, what=f"run {run_id} failure")
         except LeaseLost:
             logger.warning("run %s: not failed from here, this process no longer holds it", run_id)
             return False
         finally:
             self._release(run_id)
-        await self.notifier.notify(run_id)
+        self.feed.wake(run_id, seq)
         return True
 
     async def cancel(self, run_id: str) -> ResearchRun:
@@ -199,10 +186,11 @@ class Journal:
             if run.owner is None and await runs_repo.end_unclaimed(
                 session=session, run_id=run_id, error=messages.RUN_CANCELLED
             ):
-                await runs_repo.append_event(
+                stored = await runs_repo.append_event(
                     session=session, run_id=run_id, name=cancelled.name, payload=cancelled.payload()
                 )
-        await self.notifier.notify(run_id)
+                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+        self.feed.wake(run_id)
         return run
 
     async def cancel_requested(self, run_id: str) -> bool:
@@ -221,6 +209,9 @@ class Journal:
         async with self.sessionmaker() as session, session.begin():
             if not await runs_repo.fail_stale(session=session, run_id=run_id, stale_before=stale_before, error=message):
                 return False
-            await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
-        await self.notifier.notify(run_id)
+            stored = await runs_repo.append_event(
+                session=session, run_id=run_id, name=failed.name, payload=failed.payload()
+            )
+            await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
+        self.feed.wake(run_id, stored.seq)
         return True

@@ -1,7 +1,8 @@
 """The composition root: one place that assembles a Veracity process — the database (migrated), the bundled corpora,
 the research graph, the templates, the semantic model, the model set and the run service — for the web server, the
 CLI, the evals and the benchmarks alike, and takes it down again in the right order. A caller takes the parts it
-needs from here (the web hands each request only those), not from the run service.
+needs from here (the web hands each request only those), not from the run service. The process's one feed
+(``runs/feed.py``: one reader per followed run, one PostgreSQL listener) is built here and shared by every service.
 
     async with open_runtime(settings) as runtime:
         run_id = await runtime.service.start(question=..., template="answer")
@@ -29,6 +30,7 @@ from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.graph.builder import build_graph
+from veracity.runs.feed import RunFeed
 from veracity.runs.model_set import ModelSet, build_models
 from veracity.runs.providers import Providers
 from veracity.runs.service import RunService
@@ -49,6 +51,7 @@ class Runtime:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     graph: CompiledStateGraph[Any, Any, Any, Any]
+    feed: RunFeed
     models: ModelSet | None = None
     _service: RunService | None = field(default=None, repr=False)
     _extra: list[RunService] = field(default_factory=list, repr=False)
@@ -57,7 +60,12 @@ class Runtime:
     def service(self) -> RunService:
         if self._service is None:
             self._service = RunService.from_settings(
-                self.settings, self.sessionmaker, self._models(), registry=self.registry, graph=self.graph
+                self.settings,
+                self.sessionmaker,
+                self._models(),
+                registry=self.registry,
+                graph=self.graph,
+                feed=self.feed,
             )
         return self._service
 
@@ -91,7 +99,7 @@ class Runtime:
             settings=self.settings,
             graph=self.graph,
             search=base.search,
-            notifier=base.notifier,
+            feed=self.feed,
             providers=base.providers,
             redraft_graph=base.redraft_graph,
             web=base.web,
@@ -103,11 +111,14 @@ class Runtime:
 
     async def close(self, timeout: float = 30.0) -> None:
         """Let the services' runs finish (up to ``timeout``; the rest are cancelled and recorded as interrupted)
-        and stop their upkeep, then close the model clients, then dispose of the engine — each step even when an
-        earlier one fails."""
+        and stop their upkeep, then end the feed (its readers, its listener), then close the model clients, then
+        dispose of the engine — each step even when an earlier one fails."""
         try:
-            for service in [*self._extra, *([self._service] if self._service is not None else [])]:
-                await service.shutdown(timeout)
+            try:
+                for service in [*self._extra, *([self._service] if self._service is not None else [])]:
+                    await service.shutdown(timeout)
+            finally:
+                await self.feed.close()
         finally:
             try:
                 if self.models is not None:
@@ -129,7 +140,8 @@ async def open_runtime(
         if migrate:
             await asyncio.to_thread(upgrade, settings.database.url)
         engine = make_engine(settings.database.url, echo=settings.database.echo)
-        runtime = Runtime(settings, engine, make_sessionmaker(engine), build_graph(), models)
+        sessionmaker = make_sessionmaker(engine)
+        runtime = Runtime(settings, engine, sessionmaker, build_graph(), RunFeed(sessionmaker, settings), models)
         if serve and settings.corpus.autoload_wiki:
             report = await ensure_wiki_corpus(
                 sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars

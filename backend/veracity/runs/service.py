@@ -30,10 +30,10 @@ from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.state import GraphOutput, RunInput
 from veracity.models.usage import UsageMeter, current_listener, current_meter
 from veracity.ports import HitRanker, SearchProvider
+from veracity.runs.feed import RunFeed
 from veracity.runs.finish import gate_and_store
 from veracity.runs.journal import Journal
 from veracity.runs.leases import Leases
-from veracity.runs.notifier import RunNotifier
 from veracity.runs.providers import Providers
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.semantic.model import Semantics, process_semantics
@@ -58,7 +58,7 @@ class RunService:
         settings: Settings,
         graph: CompiledStateGraph[Any, Any, Any, Any],
         search: SearchProvider,
-        notifier: RunNotifier | None = None,
+        feed: RunFeed | None = None,
         providers: Callable[[], Providers] | None = None,
         redraft_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
         web: WebRetrieval | None = None,
@@ -75,13 +75,15 @@ class RunService:
         self.ranker = ranker
         self.semantics = semantics or Semantics(None, "no semantic model was given to this service")
         """The semantic model (or why there is none): relevance, section assignment and the relevance check."""
-        self.notifier = notifier or RunNotifier()
+        self._owns_feed = feed is None
+        self.feed = feed or RunFeed(sessionmaker, settings)
+        """How viewers follow runs in this process (the runtime's one, shared by its services)."""
         self.providers = providers or Providers
         self.redraft_graph = redraft_graph or build_redraft_graph()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this service is when it claims a run (host, process, and a nonce per service)."""
-        self.journal = Journal(sessionmaker, self.notifier, settings)
+        self.journal = Journal(sessionmaker, self.feed, settings)
         self.leases = Leases(sessionmaker, settings, self._tasks, self.journal)
 
     @classmethod
@@ -93,10 +95,12 @@ class RunService:
         *,
         registry: SpecRegistry | None = None,
         graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+        feed: RunFeed | None = None,
     ) -> RunService:
         """The service a process runs (the server, the CLI): the bundled templates, the research graph, the
         process's semantic model, local search through the in-memory index (hybrid with the model), the open web,
-        the settings' ranker, and ``models``' providers (the offline ones without)."""
+        the settings' ranker, ``models``' providers (the offline ones without) and the process's ``feed`` (one of
+        its own without)."""
         semantics = process_semantics(settings.semantic.enabled)
         return cls(
             sessionmaker=sessionmaker,
@@ -108,6 +112,7 @@ class RunService:
             web=web_retrieval(settings, sessionmaker),
             ranker=hit_ranker(settings),
             providers=models.providers if models is not None else None,
+            feed=feed,
         )
 
     # ---- validation -------------------------------------------------------------------------------
@@ -194,13 +199,16 @@ class RunService:
             if pending:
                 await asyncio.wait(pending, timeout=10)
         await self.stop_upkeep()
+        if self._owns_feed:
+            await self.feed.close()
 
     # ---- the journal and the leases (runs/journal.py, runs/leases.py) ------------------------------------
     async def emit(self, run_id: str, event: Event) -> None:
         await self.journal.emit(run_id, event)
 
     def tail(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
-        return self.journal.tail(run_id, after_seq)
+        """Follow a run: its stored events after ``after_seq``, then live ones, until its terminal event."""
+        return self.feed.follow(run_id, after_seq)
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
         await self.journal.audit(run_id, stage, attempt, payload)
