@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy import CursorResult, and_, func, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
 from veracity.errors import LeaseLost
 
 ACTIVE = ("pending", "running")
+QUEUED = and_(ResearchRun.status == "pending", ResearchRun.owner.is_(None))
+"""A run waiting on the queue: no executor has claimed it yet, so it has no lease to lapse and is never swept."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,24 @@ async def create_run(
     return run
 
 
+async def claim_run(*, session: AsyncSession, run_id: str, owner: str, stale_before: datetime) -> int | None:
+    """A worker takes a queued run: one conditional UPDATE, so of two workers given the same run one wins. The run
+    must be active and either unclaimed or its claim stale (its lease not renewed since ``stale_before``); the
+    claim bumps the generation, so a former executor's fence no longer holds. Returns the new generation, or None
+    when the run ended or another executor holds it."""
+    result = await session.execute(
+        update(ResearchRun)
+        .where(
+            ResearchRun.id == run_id,
+            ResearchRun.status.in_(ACTIVE),
+            (ResearchRun.owner.is_(None)) | (ResearchRun.updated_at < stale_before),
+        )
+        .values(owner=owner, lease_generation=ResearchRun.lease_generation + 1, updated_at=utcnow())
+        .returning(ResearchRun.lease_generation)
+    )
+    return result.scalar_one_or_none()
+
+
 async def get_run(*, session: AsyncSession, run_id: str) -> ResearchRun | None:
     return await session.get(ResearchRun, run_id)
 
@@ -118,7 +138,12 @@ async def fail_stale(*, session: AsyncSession, run_id: str, stale_before: dateti
     its one ``error`` event in the same transaction)."""
     result = await session.execute(
         update(ResearchRun)
-        .where(ResearchRun.id == run_id, ResearchRun.status.in_(ACTIVE), ResearchRun.updated_at < stale_before)
+        .where(
+            ResearchRun.id == run_id,
+            ResearchRun.status.in_(ACTIVE),
+            not_(QUEUED),
+            ResearchRun.updated_at < stale_before,
+        )
         .values(
             status="failed",
             error=error,
@@ -149,10 +174,11 @@ async def runs_of_question(
 
 
 async def unfinished_runs(*, session: AsyncSession, stale_before: datetime | None = None) -> Sequence[ResearchRun]:
-    """Runs pending or running; with ``stale_before``, only those whose lease was last renewed before it."""
-    query = select(ResearchRun).where(ResearchRun.status.in_(("pending", "running")))
+    """Runs pending or running; with ``stale_before``, only those whose lease was last renewed before it (a queued
+    run, claimed by no one, has no lease: it waits for a worker however long that takes)."""
+    query = select(ResearchRun).where(ResearchRun.status.in_(ACTIVE))
     if stale_before is not None:
-        query = query.where(ResearchRun.updated_at < stale_before)
+        query = query.where(ResearchRun.updated_at < stale_before, not_(QUEUED))
     result = await session.execute(query)
     return result.scalars().all()
 
