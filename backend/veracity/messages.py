@@ -17,6 +17,10 @@ INGEST_CORRUPT = "Could not read {path}: {reason}"
 CORPUS_NAME_INVALID = "Corpus names are 1-64 letters, digits, '-' or '_', got '{corpus}'."
 SEARCH_QUERY_EMPTY = "The search query is empty."
 QUERIES_FILE_BAD_LINE = "{path}:{line}: each line must be a JSON object with 'id' and 'query'."
+WORKER_NEEDS_POSTGRESQL = (
+    "`veracity worker` reads the run queue, which lives in PostgreSQL; with SQLite (this database) runs execute "
+    "in `veracity serve` itself. Set VERACITY_DATABASE__URL to a postgresql+asyncpg:// URL to run workers."
+)
 RUN_INTERRUPTED = "The server stopped while this run was in progress; it did not finish."
 LOOP_ABORT_DETAIL = (
     "The pre-persistence gate rejected {rejections} reports in a row (last: {problems}), so nothing was stored: "

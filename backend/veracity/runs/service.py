@@ -37,6 +37,7 @@ from veracity.runs.finish import gate_and_store
 from veracity.runs.journal import Journal
 from veracity.runs.leases import Leases
 from veracity.runs.notifier import RunNotifier
+from veracity.runs.queue import RunQueue
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import Settings
@@ -95,6 +96,8 @@ class RunService:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this service is when it claims a run (host, process, and a nonce per service)."""
         self.journal = Journal(sessionmaker, self.notifier, settings)
+        self.queue: RunQueue | None = None
+        """Where ``start`` sends runs for a worker; None = execute them here (set by the composition root)."""
         self.leases = Leases(sessionmaker, settings, self._tasks, self.journal)
 
     @classmethod
@@ -149,10 +152,12 @@ class RunService:
     async def start(
         self, *, question: str, template: str, corpus: str | None = None, providers: Providers | None = None
     ) -> str:
-        """Validate, persist the run, and start executing it in the background. Returns the run ID."""
+        """Validate and persist the run, then queue it for a worker (with ``queue``; not a run given its own
+        ``providers``, which exist only here) or start executing it here in the background. Returns the run ID."""
         started = time.perf_counter()
         question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
         run_id = uuid.uuid4().hex
+        queue = self.queue if providers is None else None
         async with self.sessionmaker() as session, session.begin():
             run = await runs_repo.create_run(
                 session=session,
@@ -161,16 +166,32 @@ class RunService:
                 question=question,
                 corpus=corpus,
                 budgets=spec.budgets.model_dump(),
-                owner=self.owner,
+                owner=None if queue else self.owner,  # a queued run is claimed by the worker that takes it
             )
+            if queue:
+                await queue.enqueue(session=session, run_id=run_id)
+                return run_id
             self.journal.hold(runs_repo.Fence(run_id=run_id, owner=self.owner, generation=run.lease_generation))
+        self.launch(run_id, spec, question, corpus, started, providers)
+        return run_id
+
+    def launch(
+        self,
+        run_id: str,
+        spec: Spec,
+        question: str,
+        corpus: str,
+        started: float,
+        providers: Providers | None = None,
+    ) -> asyncio.Task[None]:
+        """Execute a run this service holds (its fence in the journal) as a task of its own, its lease renewed."""
         task = asyncio.create_task(
             self.execute(run_id, spec, question, corpus, started, providers), name=f"run-{run_id}"
         )
         self._tasks[run_id] = task
         self.start_upkeep(until_idle=True)
         task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
-        return run_id
+        return task
 
     async def wait(self, run_id: str) -> None:
         task = self._tasks.get(run_id)
