@@ -23,7 +23,7 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
-from conftest import SMALL_CORPUS, load_docs, sqlite_url
+from conftest import SMALL_CORPUS, load_docs, make_settings, sqlite_url
 from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
@@ -288,6 +288,23 @@ async def test_a_stopping_worker_past_its_shutdown_bound_records_its_run_as_inte
     assert (row["status"], row["owner"]) == ("failed", None)
     (error,) = await _query(queue_db, "SELECT error FROM research_runs WHERE id = $1", run_id)
     assert error["error"] == messages.RUN_INTERRUPTED
+
+
+async def test_serve_embeds_a_worker_on_postgresql_by_default(client_for, queue_db: str) -> None:
+    # One process, nothing else started: the server queues the run and its own worker claims and executes it.
+    client = await client_for(make_settings(queue_db))
+    runtime_service = client.app.state.service
+    async with aconnect_sse(client, "POST", "/v1/research/stream", json=RUN) as source:
+        run_id = source.response.headers["x-run-id"]
+        names = [sse.event async for sse in source.aiter_sse()]
+    assert names[0] == "run_started" and names[-1] == "complete"
+    _assert_executed_once(await _events(queue_db, run_id))
+    assert runtime_service.queue is not None  # it went through the queue, not straight into a task
+
+    async def job_gone() -> bool:  # pgqueuer logs and deletes a finished job a moment after its handler returns
+        return await _query(queue_db, "SELECT id FROM pgqueuer") == []
+
+    await _until(job_gone, "the run's job to be done and deleted", timeout=15)
 
 
 def test_worker_refuses_sqlite(tmp_path: Path) -> None:
