@@ -137,3 +137,28 @@ def test_a_branch_page_error_is_a_note_once_and_a_failed_branch_once() -> None:
 class _Stored:
     def __init__(self, *, seq: int, name: str, payload: dict[str, object], created_at: datetime) -> None:
         self.seq, self.name, self.payload, self.created_at = seq, name, payload, created_at
+
+
+def test_every_key_sent_before_is_still_sent_null_when_it_has_no_value() -> None:
+    """The payloads keep the keys the hand-built dicts had: null values stay (a JSON client reading
+    ``payload["cost_usd"]`` still finds it); only the keys the dicts left out when empty are left out."""
+    call = ev.ModelCall(role="judge", model="m").payload()
+    assert call["cost_usd"] is None and call["totals"]["cost_usd"] is None
+    assert "error" not in call and "finish_reason" not in call
+    routed = ev.RouteDecided(route="proceed").payload()
+    assert routed["layer"] is None and routed["matched"] is None
+    assert ev.DraftComposed(attempt=1).payload()["failure"] is None
+    assert ev.SynthesizeComplete(decision="ship").payload()["confidence"] is None
+    running = ev.RetrieveMapProgress(subtask_id="s1", status="running").payload()
+    assert not {"error", "page_errors", "sources"} & set(running)
+    assert ev.RunFailed(message="boom").payload() == {"message": "boom"}
+    assert "reflection_added" not in ev.PlannerComplete().payload()
+
+
+def test_decoding_ignores_keys_a_later_version_added_at_any_depth() -> None:
+    row = {**SOURCE.model_dump(mode="json"), "added_later": 1}
+    payload = {"subtask_id": "s1", "status": "done", "sources": [row], "also_new": True}
+    decoded = ev.decode("retrieve_map_progress", payload)
+    assert isinstance(decoded, ev.RetrieveMapProgress) and decoded.sources == [SOURCE]
+    with pytest.raises(ValidationError):  # building one is still strict, nested rows included
+        ev.OpenedSource(**row)

@@ -6,6 +6,7 @@ safety-net poll (PostgreSQL LISTEN/NOTIFY), also after its listener connection w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -171,7 +172,7 @@ async def test_viewers_of_a_finished_run_end_at_once_from_one_read(service_on: t
     seen = await asyncio.wait_for(asyncio.gather(*(view() for _ in range(100))), 5)
     assert time.monotonic() - started < 2
     assert seen == [events] * 100
-    assert len(statements) == 2  # the run's status and its events, once for all hundred
+    assert len(statements) == 3  # the run's newest seq, its status and its events: once for all hundred
 
 
 async def test_a_viewer_from_before_what_the_feed_holds_reads_that_part_once(
@@ -336,3 +337,24 @@ async def test_a_cut_listener_reconnects_and_its_viewers_miss_nothing(pg_db: str
             await s.shutdown(5)
         for e in engines:
             await e.dispose()
+
+
+async def test_a_made_up_cursor_of_the_first_viewer_does_not_hold_back_the_others(
+    service_on: tuple[RunService, AsyncEngine],
+) -> None:
+    """The first viewer of a run in a process names a Last-Event-ID far past the run's end: the feed's reader still
+    starts from what is stored, so a browser that opens the run next gets every event through ``complete``."""
+    service, _ = service_on
+    run_id = await service.start(question=QUESTION, template="answer", corpus="small")
+    bogus = asyncio.create_task(_collect(service, run_id, 10**6))
+    await asyncio.sleep(0.05)
+    seen = await asyncio.wait_for(_collect(service, run_id, 0), 25)  # far inside the 30 s safety net
+    events = await stored(service.sessionmaker, run_id)
+    assert seen == events and events[-1][1] == "complete"
+    bogus.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await bogus
+
+
+async def _collect(service: RunService, run_id: str, after: int) -> list[tuple[int, str]]:
+    return [(e.seq, e.name) async for e in service.tail(run_id, after)]

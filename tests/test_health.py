@@ -43,7 +43,7 @@ async def test_healthz_is_ok_when_the_database_takes_a_write(client_for, small_d
     assert body["status"] == "ok" and body["corpora"]["small"] == 3
     assert body["database"] == {"writable": True, "error": None}
     assert body["queue"] == {"pending": 0, "running": 0}
-    assert body["workers"] is None and "failed" not in body
+    assert body["workers"] == [] and "failed" not in body  # nobody is executing a run
     async with client.app.state.sessionmaker() as session:
         # The test write was rolled back, and the pooled connection waits for locks as long as before.
         assert await session.scalar(select(func.count()).select_from(FetchCacheEntry)) == 0
@@ -58,7 +58,17 @@ async def test_healthz_counts_the_runs_queued_and_running(client_for, small_db_u
                 session=session, run_id=run_id, template_id="answer", question="q", corpus="small", budgets={}
             )
             await runs_repo.set_run_status(session=session, run_id=run_id, status=status)
-    assert (await client.get("/healthz")).json()["queue"] == {"pending": 2, "running": 1}
+        await runs_repo.create_run(  # a run an executor holds, its lease fresh: that executor is seen
+            session=session,
+            run_id="d" * 32,
+            template_id="answer",
+            question="q",
+            corpus="small",
+            budgets={},
+            owner="host-a:41:cafe",
+        )
+    body = (await client.get("/healthz")).json()
+    assert body["queue"] == {"pending": 3, "running": 1} and body["workers"] == ["host-a:41:cafe"]
 
 
 async def test_healthz_is_503_while_another_connection_holds_the_sqlite_write_lock(client_for, small_db_url) -> None:

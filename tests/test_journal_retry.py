@@ -117,3 +117,17 @@ async def test_a_run_that_dies_on_a_database_error_says_so_without_the_sql(
     assert error.payload["message"] == messages.RUN_FAILED.format(reason=messages.DATABASE_FAILED)
     assert "INSERT" not in str(error.payload) and "ppp" not in str(error.payload) and "INSERT" not in (run.error or "")
     assert "INSERT INTO run_events" in caplog.text  # the whole of it is in the log, for whoever runs the server
+
+
+async def test_waiting_on_a_run_whose_task_was_cancelled_returns(small_db_url: str) -> None:
+    """The lease upkeep cancels the task of a run it finds cancelled or lost; whoever waits on it (the CLI, a batch,
+    an eval) is told it ended, not cancelled itself."""
+    import asyncio
+
+    async with service_with_docs(small_db_url, "extra", SMALL_CORPUS[:1]) as (service, _):
+        task = asyncio.create_task(asyncio.sleep(3600))
+        service._tasks["f" * 32] = task
+        task.cancel()
+        await asyncio.wait_for(service.wait("f" * 32), 5)
+        assert task.cancelled()
+        service._tasks.pop("f" * 32, None)

@@ -64,6 +64,31 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def _worker(_args: argparse.Namespace, settings: Settings) -> int:
+    """Execute queued runs until SIGTERM or SIGINT; then take no new run, let this worker's runs finish (up to
+    ``VERACITY_WORKER__SHUTDOWN_SECONDS``; the rest are recorded as interrupted) and exit 0."""
+    import signal
+
+    if not settings.database.url.startswith("postgresql"):  # checked before the database package is imported
+        raise BadInput(messages.WORKER_NEEDS_POSTGRESQL)
+    from veracity.runs.runtime import open_runtime
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with open_runtime(settings, worker=True) as rt:
+        print(f"Veracity worker {rt.service.owner} is taking runs from the queue", flush=True)
+        stopping = asyncio.create_task(stop.wait())
+        worker = asyncio.create_task(rt.wait_worker())
+        await asyncio.wait({stopping, worker}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if worker.done():
+            worker.result()  # the worker ended by itself: only an unexpected error does that; let it show
+        print("Veracity worker: stopping (no new runs; finishing this worker's runs)", flush=True)
+    return 0
+
+
 async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.corpus.ingest import ingest_path
 
@@ -423,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host")
     p.add_argument("--port", type=int)
 
+    sub.add_parser("worker", help="execute queued runs (PostgreSQL; same settings as serve) until SIGTERM or Ctrl-C")
+
     p = sub.add_parser("ingest", help="ingest files or folders (.md .txt .html .pdf .jsonl) into a corpus")
     p.add_argument("path")
     p.add_argument("--corpus", default="local")
@@ -491,6 +518,7 @@ COMMANDS = {
     "migrate": _migrate,
     "search": _search,
     "ask": _ask,
+    "worker": _worker,
 }
 
 
@@ -502,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err(f"invalid settings: {exc}")
         return EXIT_BAD_INPUT
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command != "serve":
+    if args.command not in ("serve", "worker"):
         logging.getLogger().setLevel(max(logging.WARNING, logging.getLogger().level))
     if args.command == "search" and args.corpus is None:
         args.corpus = settings.corpus.default

@@ -2,14 +2,16 @@
 ``(name, payload)`` rows and decoded once (``decode``) by the one reducer (``veracity.runs.reducer``) that the run
 page, its SSE partials, replay and the CLI's progress all read.
 
-Wire format: an event's stored and streamed payload is ``event.payload()`` — the model's fields as JSON, fields
-without a value left out (as the hand-built dicts of before left out their optional keys); the name travels
-beside it (the ``run_events.name`` column, the SSE ``event:`` line). Nothing was renamed or removed, so runs
-stored before the models existed decode as they are.
+Wire format: an event's stored and streamed payload is ``event.payload()`` — the model's fields as JSON; a key the
+hand-built dicts of before left out when it had no value (``omitted_when_none``) is still left out, every other key
+is always there (null when it has no value). Every key sent before is sent now, nothing renamed or removed; a few
+nested rows gained keys (a local passage's row carries the web-only fields as null, a violation its null fields).
+The name travels beside the payload (the ``run_events.name`` column, the SSE ``event:`` line), so runs stored
+before the models existed decode as they are.
 
 Emitting is strict (an unknown or misspelt field is an error where the event is built); decoding is lenient
-(fields a later version added are ignored, and a payload that no longer fits its model is kept, whole, as
-``Unrecognised`` rather than breaking the page of an old run).
+(keys a later version added are ignored at any depth, a field that no longer fits is read as absent, and an
+event no model reads is kept, whole, as ``Unrecognised`` rather than breaking the page of an old run).
 """
 
 from __future__ import annotations
@@ -17,26 +19,45 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from veracity.domain import BranchStat, ReviewVerdict, Violation
 
 logger = logging.getLogger(__name__)
 
 BranchStatus = Literal["pending", "running", "done", "failed"]
+LENIENT = {"lenient": True}
+"""Validation context of ``decode``: unknown keys, at any depth, are dropped instead of refused."""
 
 
-class Event(BaseModel):
-    """One event of a run. ``name`` is what it is stored and streamed as."""
+class Part(BaseModel):
+    """An event or a value inside one: strict when built (an unknown field is an error), lenient when a stored
+    payload is decoded (``LENIENT`` context: unknown keys — fields a later version added — are ignored)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_only(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and info.context and info.context.get("lenient"):
+            return {k: v for k, v in data.items() if k in cls.model_fields}
+        return data
+
+
+class Event(Part):
+    """One event of a run. ``name`` is what it is stored and streamed as."""
+
     name: ClassVar[str]
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
+    """Keys the payload leaves out when they have no value (as the hand-built dicts did); every other key is
+    always there, null when it has no value."""
     event: str
     """The discriminator (the same as ``name``); not part of the payload."""
 
     def payload(self) -> dict[str, Any]:
-        """What is stored and streamed: the fields as JSON, those without a value left out."""
-        return self.model_dump(mode="json", exclude={"event"}, exclude_none=True)
+        """What is stored and streamed: the fields as JSON (``omitted_when_none`` left out when they are None)."""
+        data = self.model_dump(mode="json", exclude={"event"})
+        return {k: v for k, v in data.items() if not (v is None and k in self.omitted_when_none)}
 
 
 # ---- the pipeline, in DESIGN.md's order -------------------------------------------------------------------
@@ -54,10 +75,9 @@ class RunStarted(Event):
     composer: str = ""
 
 
-class PlannedSubtask(BaseModel):
+class PlannedSubtask(Part):
     """A subtask as planned (``veracity.domain.Subtask``'s fields)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     id: str
     question: str = ""
     queries: list[str] = Field(default_factory=list)
@@ -67,6 +87,7 @@ class PlannedSubtask(BaseModel):
 
 class PlannerComplete(Event):
     name = "planner_complete"
+    omitted_when_none = frozenset({"reflection_added"})
     event: Literal["planner_complete"] = "planner_complete"
     planner: str = ""
     subtasks: list[PlannedSubtask] = Field(default_factory=list)
@@ -77,8 +98,7 @@ class PlannerComplete(Event):
     """Sections a model planner's reflection on its first plan added (absent for the heuristic planner)."""
 
 
-class BranchPending(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BranchPending(Part):
     subtask_id: str
     status: BranchStatus = "pending"
     question: str = ""
@@ -90,10 +110,9 @@ class RetrieveMapStarted(Event):
     subtasks: list[BranchPending] = Field(default_factory=list)
 
 
-class OpenedSource(BaseModel):
+class OpenedSource(Part):
     """One page or passage a branch opened: a row of the run page's source inspector (no body text)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     order: int
     """The run-wide opening order (a page opened by two branches keeps its first number)."""
     kind: Literal["local", "web"]
@@ -119,6 +138,7 @@ class OpenedSource(BaseModel):
 
 class RetrieveMapProgress(Event):
     name = "retrieve_map_progress"
+    omitted_when_none = frozenset({"error", "page_errors", "sources"})
     event: Literal["retrieve_map_progress"] = "retrieve_map_progress"
     subtask_id: str
     status: BranchStatus
@@ -139,10 +159,9 @@ class RetrieveMergeComplete(Event):
     duplicates_removed: int = 0
 
 
-class SourceUse(BaseModel):
+class SourceUse(Part):
     """A source the merged evidence came from: which branches found it and how much of it was kept."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     doc_id: str
     title: str = ""
     url: str | None = None
@@ -165,6 +184,7 @@ class RetrieveComplete(Event):
 
 class SynthesizeMapProgress(Event):
     name = "synthesize_map_progress"
+    omitted_when_none = frozenset({"sections", "orphans"})
     event: Literal["synthesize_map_progress"] = "synthesize_map_progress"
     subtask_id: str
     status: BranchStatus
@@ -283,6 +303,7 @@ class Usage(BaseModel):
 
 class ModelCall(Event):
     name = "model_call"
+    omitted_when_none = frozenset({"error", "finish_reason"})
     event: Literal["model_call"] = "model_call"
     role: str
     model: str
@@ -297,6 +318,7 @@ class ModelCall(Event):
 
 class RunFailed(Event):
     name = "error"
+    omitted_when_none = frozenset({"detail"})
     event: Literal["error"] = "error"
     message: str
     """A stable code (``store_artifact_loop_abort``) or a sentence."""
@@ -365,7 +387,7 @@ def decode(name: str, payload: dict[str, Any]) -> Event | Unrecognised:
     known = {k: v for k, v in payload.items() if k in cls.model_fields}
     for _ in range(len(known) + 1):
         try:
-            return cls.model_validate(known)
+            return cls.model_validate(known, context=LENIENT)
         except ValidationError as exc:
             # A field that no longer fits (an older run's shape) is read as absent; the rest still counts.
             bad = {err["loc"][0] for err in exc.errors() if err["loc"] and err["loc"][0] in known}

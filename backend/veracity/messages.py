@@ -17,6 +17,10 @@ INGEST_CORRUPT = "Could not read {path}: {reason}"
 CORPUS_NAME_INVALID = "Corpus names are 1-64 letters, digits, '-' or '_', got '{corpus}'."
 SEARCH_QUERY_EMPTY = "The search query is empty."
 QUERIES_FILE_BAD_LINE = "{path}:{line}: each line must be a JSON object with 'id' and 'query'."
+WORKER_NEEDS_POSTGRESQL = (
+    "`veracity worker` reads the run queue, which lives in PostgreSQL; with SQLite (this database) runs execute "
+    "in `veracity serve` itself. Set VERACITY_DATABASE__URL to a postgresql+asyncpg:// URL to run workers."
+)
 RUN_INTERRUPTED = "The server stopped while this run was in progress; it did not finish."
 RUN_CANCELLED = "Cancelled at the user's request; the run stopped before it finished."
 RUN_ALREADY_FINISHED = "Run '{run_id}' has already finished ({status}); there is nothing to cancel."

@@ -295,6 +295,28 @@ class ModelSettings(BaseModel):
         return optional_http_url(value, "model base_url")
 
 
+class WorkerSettings(BaseModel):
+    embedded: bool = Field(
+        default=True,
+        description="`veracity serve` also executes runs: on SQLite in the process that started them (there is no "
+        "queue), on PostgreSQL as one more worker on the queue. false: on PostgreSQL the server only queues, streams "
+        "and reads runs, and `veracity worker` processes execute them.",
+    )
+    concurrency: int = Field(
+        default=4,
+        ge=2,
+        le=64,
+        description="Runs one worker executes at once (at least 2: pgqueuer caps a worker at twice its batch of one).",
+    )
+    shutdown_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        description="On SIGTERM or shutdown a worker takes no new run and lets its runs finish this long; the rest "
+        "are recorded as interrupted.",
+    )
+
+
 class Settings(BaseSettings):
     """Veracity's configuration. Defaults are fully offline."""
 
@@ -314,6 +336,7 @@ class Settings(BaseSettings):
     rank: RankSettings = Field(default_factory=RankSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     semantic: SemanticSettings = Field(default_factory=SemanticSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
     log_level: str = Field(default="INFO", description="Python logging level for the server and CLI.")
 
     @field_validator("log_level")

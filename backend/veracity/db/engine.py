@@ -2,16 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+STARTUP_LOCK_KEY = 0x5645524143495459
+"""The PostgreSQL advisory lock processes take while they migrate and load the bundled data ('VERACITY')."""
+
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
+
+
+def is_postgresql(url: str) -> bool:
+    return make_url(url).get_backend_name() == "postgresql"
+
+
+def asyncpg_dsn(url: str) -> str:
+    """The SQLAlchemy URL (``postgresql+asyncpg://``) as asyncpg's own DSN, for connections outside the pool."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@asynccontextmanager
+async def startup_lock(url: str) -> AsyncIterator[None]:
+    """Processes starting at once on one PostgreSQL database (web and workers) migrate and load the bundled
+    corpora one after another — the later ones find the work done — rather than side by side, where two insert the
+    same documents and one fails. Held on a connection of its own, so it is released even if this process dies.
+    On SQLite, nothing: one machine, whose write lock already serializes the writers."""
+    if not is_postgresql(url):
+        yield
+        return
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        await connection.execute("SELECT pg_advisory_lock($1)", STARTUP_LOCK_KEY)
+        yield
+    finally:
+        await connection.close(timeout=5)  # ends the session: the lock goes with it
 
 
 def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:

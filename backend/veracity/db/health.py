@@ -57,6 +57,21 @@ async def probe_write(*, session: AsyncSession, timeout: float) -> None:
         await session.rollback()
 
 
+async def executors_seen(*, session: AsyncSession, since: datetime) -> list[str]:
+    """The executors (``host:pid:nonce``) holding an active run whose lease was renewed since ``since``: the
+    workers and servers seen executing runs now (an idle worker holds none, so it is not counted)."""
+    rows = await session.execute(
+        select(ResearchRun.owner)
+        .where(
+            ResearchRun.status.in_(QUEUED_STATUSES),
+            ResearchRun.owner.is_not(None),
+            ResearchRun.updated_at >= since,
+        )
+        .distinct()
+    )
+    return sorted(str(owner) for (owner,) in rows.all())
+
+
 async def queue_depth(*, session: AsyncSession) -> dict[str, int]:
     """Runs waiting to start (``pending``) and being executed (``running``), across every process."""
     rows = await session.execute(

@@ -46,12 +46,15 @@ class Listener:
         self.connects = 0
         """How many times the LISTEN has been established (1 after the first connection)."""
         self._task: asyncio.Task[None] | None = None
+        self.closed = False
+        """Closed for good (the process is stopping): ``start`` does nothing more."""
 
     def start(self) -> None:
-        if self._task is None:
+        if self._task is None and not self.closed:
             self._task = asyncio.create_task(self._run(), name=f"listen-{self.channel}")
 
     async def close(self) -> None:
+        self.closed = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -65,7 +68,7 @@ class Listener:
         while True:
             try:
                 conn = await asyncpg.connect(self.dsn, timeout=10)
-            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+            except Exception as exc:  # any failure to connect is retried: viewers must not fall back to polling
                 logger.warning("listener on %s: cannot connect (%s); retrying in %.1f s", self.channel, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max)
@@ -73,7 +76,7 @@ class Listener:
             try:
                 await self._listen(conn)
                 delay = 0.1  # it was up: the next reconnect starts quickly again
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            except Exception as exc:  # the connection failed (or a callback did): reconnect, never die silently
                 logger.warning("listener on %s: connection lost (%s); reconnecting", self.channel, exc)
             finally:
                 self.connected.clear()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from alembic import command
 from alembic.config import Config
 
+from veracity.db.jobs import install_schema, is_postgresql
 from veracity.settings import PACKAGE_DIR
 
 
@@ -17,8 +20,11 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Synchronous: Alembic's env.py runs its own event loop. From async code use ``asyncio.to_thread``."""
+    """Synchronous: Alembic's env.py runs its own event loop. From async code use ``asyncio.to_thread``. On
+    PostgreSQL the run queue's tables (pgqueuer's) come with it."""
     command.upgrade(alembic_config(url), revision)
+    if is_postgresql(url) and revision == "head":
+        asyncio.run(install_schema(url))
 
 
 def downgrade(url: str, revision: str = "base") -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, func, select, text, update
+from sqlalchemy import CursorResult, and_, case, func, not_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
@@ -16,6 +16,8 @@ from veracity.errors import LeaseLost, RunCancelled
 ACTIVE = ("pending", "running")
 RUN_EVENTS_CHANNEL = "veracity_run_events"
 """The PostgreSQL notification channel a run's new events are announced on (payload ``run_id:seq``)."""
+QUEUED = and_(ResearchRun.status == "pending", ResearchRun.owner.is_(None))
+"""A run waiting on the queue: no executor has claimed it yet, so it has no lease to lapse and is never swept."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,24 @@ async def create_run(
     return run
 
 
+async def claim_run(*, session: AsyncSession, run_id: str, owner: str, stale_before: datetime) -> int | None:
+    """A worker takes a queued run: one conditional UPDATE, so of two workers given the same run one wins. The run
+    must be active and either unclaimed or its claim stale (its lease not renewed since ``stale_before``); the
+    claim bumps the generation, so a former executor's fence no longer holds. Returns the new generation, or None
+    when the run ended or another executor holds it."""
+    result = await session.execute(
+        update(ResearchRun)
+        .where(
+            ResearchRun.id == run_id,
+            ResearchRun.status.in_(ACTIVE),
+            (ResearchRun.owner.is_(None)) | (ResearchRun.updated_at < stale_before),
+        )
+        .values(owner=owner, lease_generation=ResearchRun.lease_generation + 1, updated_at=utcnow())
+        .returning(ResearchRun.lease_generation)
+    )
+    return result.scalar_one_or_none()
+
+
 async def get_run(*, session: AsyncSession, run_id: str) -> ResearchRun | None:
     return await session.get(ResearchRun, run_id)
 
@@ -120,23 +140,34 @@ async def set_run_status(
         raise LeaseLost(f"run {run_id} is no longer held by {fence.owner} (generation {fence.generation})")
 
 
-async def fail_stale(*, session: AsyncSession, run_id: str, stale_before: datetime, error: str) -> bool:
+async def fail_stale(
+    *, session: AsyncSession, run_id: str, stale_before: datetime, error: str, cancelled: str | None = None
+) -> str | None:
     """Fail a run whose executor stopped renewing its lease — only if it is still active and still stale when
     this statement runs, so two sweeps (or a sweep and a late executor) end it at most once. Bumps the
-    generation: the old executor's fence no longer holds. True when this call failed it (the caller then writes
-    its one ``error`` event in the same transaction)."""
+    generation: the old executor's fence no longer holds. The error it was failed with when this call failed it
+    (``cancelled`` for a run a user had asked to stop, else ``error``; the caller then writes its one ``error``
+    event in the same transaction), else None."""
+    reason = case((ResearchRun.cancel_requested, cancelled or error), else_=error)
     result = await session.execute(
         update(ResearchRun)
-        .where(ResearchRun.id == run_id, ResearchRun.status.in_(ACTIVE), ResearchRun.updated_at < stale_before)
+        .where(
+            ResearchRun.id == run_id,
+            ResearchRun.status.in_(ACTIVE),
+            not_(QUEUED),
+            ResearchRun.updated_at < stale_before,
+        )
         .values(
             status="failed",
-            error=error,
+            error=reason,
             owner=None,
             lease_generation=ResearchRun.lease_generation + 1,
             updated_at=utcnow(),
         )
+        .returning(ResearchRun.error)
     )
-    return _rows(result) == 1
+    row = result.first()
+    return str(row[0]) if row is not None else None
 
 
 async def recent_runs(*, session: AsyncSession, limit: int = 20) -> Sequence[ResearchRun]:
@@ -158,10 +189,11 @@ async def runs_of_question(
 
 
 async def unfinished_runs(*, session: AsyncSession, stale_before: datetime | None = None) -> Sequence[ResearchRun]:
-    """Runs pending or running; with ``stale_before``, only those whose lease was last renewed before it."""
-    query = select(ResearchRun).where(ResearchRun.status.in_(("pending", "running")))
+    """Runs pending or running; with ``stale_before``, only those whose lease was last renewed before it (a queued
+    run, claimed by no one, has no lease: it waits for a worker however long that takes)."""
+    query = select(ResearchRun).where(ResearchRun.status.in_(ACTIVE))
     if stale_before is not None:
-        query = query.where(ResearchRun.updated_at < stale_before)
+        query = query.where(ResearchRun.updated_at < stale_before, not_(QUEUED))
     result = await session.execute(query)
     return result.scalars().all()
 
@@ -208,6 +240,11 @@ async def append_event(*, session: AsyncSession, run_id: str, name: str, payload
     return event
 
 
+async def last_seq(*, session: AsyncSession, run_id: str) -> int:
+    """The run's newest event's seq (0 when it has none)."""
+    return int(await session.scalar(select(func.max(RunEvent.seq)).where(RunEvent.run_id == run_id)) or 0)
+
+
 async def last_event_is(*, session: AsyncSession, run_id: str, name: str, payload: dict[str, Any]) -> bool:
     """Whether the run's newest event is this one: a retried write whose first commit did land (its
     acknowledgement was lost) is not stored twice."""
@@ -226,6 +263,15 @@ async def announce_event(*, session: AsyncSession, run_id: str, seq: int) -> Non
     await session.execute(
         text("SELECT pg_notify(:channel, :payload)"), {"channel": RUN_EVENTS_CHANNEL, "payload": f"{run_id}:{seq}"}
     )
+
+
+async def last_audit_is(
+    *, session: AsyncSession, run_id: str, stage: str, attempt: int, payload: dict[str, Any]
+) -> bool:
+    """Whether the run's newest audit entry is this one (a retried write whose first commit did land)."""
+    newest = select(AuditEntry).where(AuditEntry.run_id == run_id).order_by(AuditEntry.seq.desc()).limit(1)
+    last = await session.scalar(newest)
+    return last is not None and (last.stage, last.attempt, last.payload) == (stage, attempt, payload)
 
 
 async def append_audit(

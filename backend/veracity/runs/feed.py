@@ -78,6 +78,10 @@ class RunFeed:
         self.sessionmaker = sessionmaker
         self.settings = settings
         self._channels: dict[str, _Channel] = {}
+        self._opening: dict[str, asyncio.Future[int]] = {}
+        """Runs whose newest seq is being read for a channel about to open (shared by viewers arriving together)."""
+        self.closed = False
+        """Closed with the process: no new viewer, no new reader."""
         url = settings.database.url
         self.listener: Listener | None = None
         """The process's PostgreSQL LISTEN connection (None on SQLite, where only in-process wake-ups exist)."""
@@ -111,11 +115,20 @@ class RunFeed:
     async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
         """The run's events after ``after_seq``, stored ones first, then live ones as they are committed, each once
         and in order, until its terminal event. ``NotFound`` when there is no such run."""
+        if self.closed:
+            raise PipelineError(f"following run {run_id}: this process is shutting down")
         if self.listener is not None:
             self.listener.start()
         channel = self._channels.get(run_id)
         if channel is None:
-            channel = self._open(run_id, after_seq)
+            # The reader starts from what is stored, never from a cursor a client made up: a Last-Event-ID past
+            # the run's end would otherwise make every later viewer here wait above it.
+            opening = self._opening.get(run_id)
+            if opening is None:  # one query however many viewers arrive together
+                opening = self._opening[run_id] = asyncio.ensure_future(self._last_seq(run_id))
+                opening.add_done_callback(lambda _f: self._opening.pop(run_id, None))
+            top = await asyncio.shield(opening)
+            channel = self._channels.get(run_id) or self._open(run_id, min(after_seq, top))
         channel.viewers += 1
         cursor = after_seq
         try:
@@ -150,6 +163,7 @@ class RunFeed:
 
     async def close(self) -> None:
         """Stop every reader and the listener; viewers still following end their streams."""
+        self.closed = True
         channels = list(self._channels.values())
         for channel in channels:
             self._drop(channel)
@@ -162,6 +176,10 @@ class RunFeed:
                 task.cancel()
         if self.listener is not None:
             await self.listener.close()
+
+    async def _last_seq(self, run_id: str) -> int:
+        async with self.sessionmaker() as session:
+            return await runs_repo.last_seq(session=session, run_id=run_id)
 
     # ---- the reader ------------------------------------------------------------------------------------
     def _open(self, run_id: str, base: int) -> _Channel:
@@ -192,7 +210,7 @@ class RunFeed:
         check_run = True
         while not channel.stopped:
             channel.wake.clear()
-            channel.covered = channel.asked
+            channel.covered = max(channel.asked, channel.last)
             try:
                 async with self.sessionmaker() as session:
                     run = await runs_repo.get_run(session=session, run_id=channel.run_id) if check_run else None

@@ -40,6 +40,7 @@ class Journal:
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
         self._fences: dict[str, runs_repo.Fence] = {}
+        self._ending: set[str] = set()
 
     def hold(self, fence: runs_repo.Fence) -> None:
         """From now on every write of ``fence.run_id`` from here checks this claim."""
@@ -54,9 +55,15 @@ class Journal:
     def fences(self) -> list[runs_repo.Fence]:
         return list(self._fences.values())
 
-    def _release(self, run_id: str) -> None:
+    def release(self, run_id: str) -> None:
+        """This process writes nothing more of the run (its ending is written, or its claim was lost)."""
         self._locks.pop(run_id, None)
         self._fences.pop(run_id, None)
+        self._ending.discard(run_id)
+
+    def ending(self, run_id: str) -> bool:
+        """Whether the run's ending (artifact or failure) is being written here now."""
+        return run_id in self._ending
 
     async def emit(self, run_id: str, event: Event) -> None:
         """Persist one event (fenced: ``LeaseLost`` when this process no longer holds the run), then wake its
@@ -85,9 +92,17 @@ class Journal:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
+        tries = 0
+
         async def write() -> None:
+            nonlocal tries
+            tries += 1
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.hold(session=session, fence=self.fence(run_id))
+                if tries > 1 and await runs_repo.last_audit_is(
+                    session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload
+                ):
+                    return  # the first try's commit landed; only its acknowledgement was lost
                 await runs_repo.append_audit(
                     session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload
                 )
@@ -96,6 +111,7 @@ class Journal:
 
     async def store(self, run_id: str, candidate: Report) -> None:
         """The artifact, the run's status and `complete`, in one fenced transaction."""
+        self._ending.add(run_id)
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         tries = 0
 
@@ -136,12 +152,13 @@ class Journal:
         async with lock:
             seq = await retry_transient(write, what=f"run {run_id} artifact")
         self.feed.wake(run_id, seq)
-        self._release(run_id)
+        self.release(run_id)
 
     async def fail(self, run_id: str, message: str, *, detail: str | None = None) -> bool:
         """A run this process executes ends without an artifact: ``message`` is its error (a stable code or
         sentence), ``detail`` what a reader needs to understand it. Fenced: when the claim was lost (a sweep
         already ended the run) nothing is written and False is returned."""
+        self._ending.add(run_id)
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         failed = RunFailed(message=message, detail=detail or None)
         tries = 0
@@ -168,7 +185,7 @@ class Journal:
             logger.warning("run %s: not failed from here, this process no longer holds it", run_id)
             return False
         finally:
-            self._release(run_id)
+            self.release(run_id)
         self.feed.wake(run_id, seq)
         return True
 
@@ -205,10 +222,17 @@ class Journal:
     async def sweep(self, run_id: str, message: str, *, stale_before: datetime) -> bool:
         """End another executor's run that stopped renewing its lease: status failed and one ``error`` event in
         one transaction, only if the run is still active and still stale (two sweeps racing end it once)."""
-        failed = RunFailed(message=message)
         async with self.sessionmaker() as session, session.begin():
-            if not await runs_repo.fail_stale(session=session, run_id=run_id, stale_before=stale_before, error=message):
+            reason = await runs_repo.fail_stale(
+                session=session,
+                run_id=run_id,
+                stale_before=stale_before,
+                error=message,
+                cancelled=messages.RUN_CANCELLED,  # a user's cancel its dead executor never got to
+            )
+            if reason is None:
                 return False
+            failed = RunFailed(message=reason)
             stored = await runs_repo.append_event(
                 session=session, run_id=run_id, name=failed.name, payload=failed.payload()
             )

@@ -8,8 +8,11 @@ needs from here (the web hands each request only those), not from the run servic
         run_id = await runtime.service.start(question=..., template="answer")
 
 ``serve=True`` adds what a long-running server does and a command does not: the default Wikipedia corpus and its
-vectors when the settings ask for them, interrupted runs marked failed, and the lease upkeep. The service is built
-on first use, so a command that never starts a run (``ingest``, ``search``) never builds the model clients.
+vectors when the settings ask for them, interrupted runs marked failed, and the lease upkeep. On PostgreSQL it also
+sends the service's runs to the queue (``runs/queue.py``) and, unless ``VERACITY_WORKER__EMBEDDED=false``, runs a
+worker on it here; ``worker=True`` (``veracity worker``) always runs one. On SQLite there is no queue: the service
+executes runs where they start, as a command's does everywhere. The service is built on first use, so a command
+that never starts a run (``ingest``, ``search``) never builds the model clients.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.corpus.wiki import ensure_wiki_corpus
-from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.db.engine import is_postgresql, make_engine, make_sessionmaker, startup_lock
 from veracity.db.migrate import upgrade
 from veracity.graph.builder import build_graph
 from veracity.runs.feed import RunFeed
 from veracity.runs.model_set import ModelSet, build_models
 from veracity.runs.providers import Providers
+from veracity.runs.queue import run_queue
 from veracity.runs.service import RunService
+from veracity.runs.worker import Worker
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.semantic.vectors import ensure_vectors
 from veracity.settings import Settings
@@ -55,6 +60,10 @@ class Runtime:
     models: ModelSet | None = None
     _service: RunService | None = field(default=None, repr=False)
     _extra: list[RunService] = field(default_factory=list, repr=False)
+    worker: Worker | None = None
+    """The worker this process runs on the queue (PostgreSQL: ``veracity worker``, or embedded in the server)."""
+    _worker_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _worker_stop: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
     def service(self) -> RunService:
@@ -109,12 +118,29 @@ class Runtime:
         self._extra.append(service)
         return service
 
+    def start_worker(self) -> Worker:
+        """Take runs off the queue in this process until ``close``."""
+        self.worker = Worker(self.service)
+        self._worker_task = asyncio.create_task(self.worker.run(self._worker_stop), name="run-worker")
+        return self.worker
+
+    async def wait_worker(self) -> None:
+        """Until the worker has stopped (``close``, or a signal the caller turned into ``close``)."""
+        if self._worker_task is not None:
+            await asyncio.shield(self._worker_task)
+
     async def close(self, timeout: float = 30.0) -> None:
-        """Let the services' runs finish (up to ``timeout``; the rest are cancelled and recorded as interrupted)
-        and stop their upkeep, then end the feed (its readers, its listener), then close the model clients, then
-        dispose of the engine — each step even when an earlier one fails."""
+        """Stop the worker (no new runs; its runs finish within its shutdown bound), let the services' runs finish
+        (up to ``timeout``; the rest are cancelled and recorded as interrupted) and stop their upkeep, then end the
+        feed (its readers, its listener), then close the model clients, then dispose of the engine — each step even
+        when an earlier one fails."""
         try:
             try:
+                if self._worker_task is not None:
+                    self._worker_stop.set()
+                    if timeout == 0:
+                        self._worker_task.cancel()
+                    await asyncio.wait([self._worker_task])
                 for service in [*self._extra, *([self._service] if self._service is not None else [])]:
                     await service.shutdown(timeout)
             finally:
@@ -129,36 +155,46 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, *, migrate: bool = True, serve: bool = False, models: ModelSet | None = None
+    settings: Settings,
+    *,
+    migrate: bool = True,
+    serve: bool = False,
+    worker: bool = False,
+    models: ModelSet | None = None,
 ) -> AsyncIterator[Runtime]:
     """The assembled process for ``settings`` (``models``: a model set to use instead of the settings' own, closed
-    with the runtime). Leaving normally lets running runs finish; leaving on an error or a cancellation (Ctrl-C)
-    cancels them at once, each recorded as interrupted."""
+    with the runtime; ``worker``: a worker process, which implies ``serve``). Leaving normally lets running runs
+    finish; leaving on an error or a cancellation (Ctrl-C) cancels them at once, each recorded as interrupted."""
+    serve = serve or worker
     runtime: Runtime | None = None
     clean = False
     try:
-        if migrate:
-            await asyncio.to_thread(upgrade, settings.database.url)
         engine = make_engine(settings.database.url, echo=settings.database.echo)
         sessionmaker = make_sessionmaker(engine)
         runtime = Runtime(settings, engine, sessionmaker, build_graph(), RunFeed(sessionmaker, settings), models)
-        if serve and settings.corpus.autoload_wiki:
-            report = await ensure_wiki_corpus(
-                sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars
-            )
-            if report is not None:
-                logger.info("default corpus loaded: %s", report.as_dict())
-        await ensure_bundled_corpora(sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
-        if serve:
-            service = runtime.service
-            model = runtime.semantics.model
+        async with startup_lock(settings.database.url):
+            if migrate:
+                await asyncio.to_thread(upgrade, settings.database.url)
+            if serve and settings.corpus.autoload_wiki:
+                report = await ensure_wiki_corpus(
+                    sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars
+                )
+                if report is not None:
+                    logger.info("default corpus loaded: %s", report.as_dict())
+            await ensure_bundled_corpora(sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
+            model = runtime.semantics.model if serve else None
             if settings.corpus.autoload_wiki and model is not None:
                 # Before serving, not at the first search: embedding the default corpus takes about a minute.
                 await ensure_vectors(sessionmaker=runtime.sessionmaker, model=model, corpus="wiki")
+        if serve:
+            service = runtime.service
             interrupted = await service.recover_interrupted()
             if interrupted:
                 logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
             service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
+            service.queue = run_queue(settings)
+            if is_postgresql(settings.database.url) and (worker or settings.worker.embedded):
+                runtime.start_worker()
         yield runtime
         clean = True
     finally:

@@ -7,6 +7,7 @@ the artifact or the error that ends a run), ``leases`` (which process owns a run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -35,6 +36,7 @@ from veracity.runs.finish import gate_and_store
 from veracity.runs.journal import Journal
 from veracity.runs.leases import Leases
 from veracity.runs.providers import Providers
+from veracity.runs.queue import RunQueue
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import Settings
@@ -84,6 +86,8 @@ class RunService:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this service is when it claims a run (host, process, and a nonce per service)."""
         self.journal = Journal(sessionmaker, self.feed, settings)
+        self.queue: RunQueue | None = None
+        """Where ``start`` sends runs for a worker; None = execute them here (set by the composition root)."""
         self.leases = Leases(sessionmaker, settings, self._tasks, self.journal)
 
     @classmethod
@@ -147,11 +151,13 @@ class RunService:
         providers: Providers | None = None,
         rerun_of: str | None = None,
     ) -> str:
-        """Validate, persist the run (``rerun_of``: the run it re-runs), and start executing it in the background.
-        Returns the run ID."""
+        """Validate and persist the run (``rerun_of``: the run it re-runs), then queue it for a worker (with
+        ``queue``; not a run given its own ``providers``, which exist only here) or start executing it here in the
+        background. Returns the run ID."""
         started = time.perf_counter()
         question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
         run_id = uuid.uuid4().hex
+        queue = self.queue if providers is None else None
         async with self.sessionmaker() as session, session.begin():
             run = await runs_repo.create_run(
                 session=session,
@@ -160,17 +166,33 @@ class RunService:
                 question=question,
                 corpus=corpus,
                 budgets=spec.budgets.model_dump(),
-                owner=self.owner,
+                owner=None if queue else self.owner,  # a queued run is claimed by the worker that takes it
                 rerun_of=rerun_of,
             )
+            if queue:
+                await queue.enqueue(session=session, run_id=run_id)
+                return run_id
             self.journal.hold(runs_repo.Fence(run_id=run_id, owner=self.owner, generation=run.lease_generation))
+        self.launch(run_id, spec, question, corpus, started, providers)
+        return run_id
+
+    def launch(
+        self,
+        run_id: str,
+        spec: Spec,
+        question: str,
+        corpus: str,
+        started: float,
+        providers: Providers | None = None,
+    ) -> asyncio.Task[None]:
+        """Execute a run this service holds (its fence in the journal) as a task of its own, its lease renewed."""
         task = asyncio.create_task(
             self.execute(run_id, spec, question, corpus, started, providers), name=f"run-{run_id}"
         )
         self._tasks[run_id] = task
         self.start_upkeep(until_idle=True)
         task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
-        return run_id
+        return task
 
     async def cancel(self, run_id: str) -> ResearchRun:
         """Ask a run to stop, whichever process executes it (``Journal.cancel``)."""
@@ -187,7 +209,7 @@ class RunService:
     async def wait(self, run_id: str) -> None:
         task = self._tasks.get(run_id)
         if task is not None:
-            await asyncio.shield(task)
+            await asyncio.wait([task])  # however it ended (a cancel by the lease upkeep included): never raises
 
     async def shutdown(self, timeout: float = 30.0) -> None:
         """Let running runs finish (bounded; what is still running then is cancelled and marked interrupted), then
@@ -233,8 +255,8 @@ class RunService:
         providers: Providers | None = None,
     ) -> None:
         emit_started = time.perf_counter()
-        providers = providers or self.providers()
         try:
+            providers = providers or self.providers()
             await self.emit(
                 run_id,
                 RunStarted(
@@ -311,15 +333,20 @@ class RunService:
             )
         except asyncio.CancelledError:
             # Stopped here: by a user's cancel the lease upkeep found, or because this process is shutting down.
-            asked = await asyncio.shield(self.journal.cancel_requested(run_id))
+            asked = False
+            with contextlib.suppress(Exception):  # the database may be why: then it ends as interrupted
+                asked = await asyncio.shield(self.journal.cancel_requested(run_id))
             await asyncio.shield(
                 self.journal.fail(run_id, messages.RUN_CANCELLED if asked else messages.RUN_INTERRUPTED)
             )
             raise
         except RunCancelled:  # a user asked it to stop; its next write found out
-            await self.journal.fail(run_id, messages.RUN_CANCELLED)
+            await asyncio.shield(self.journal.fail(run_id, messages.RUN_CANCELLED))
         except LeaseLost as exc:  # another executor or a sweep has the run now: write nothing more of it
             logger.warning("run %s stopped here: %s", run_id, exc)
         except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run
             logger.exception("run %s failed", run_id)
-            await self.journal.fail(run_id, messages.RUN_FAILED.format(reason=public_error(exc, where=f"run {run_id}")))
+            reason = public_error(exc, where=f"run {run_id}")
+            await asyncio.shield(self.journal.fail(run_id, messages.RUN_FAILED.format(reason=reason)))
+        finally:
+            self.journal.release(run_id)  # the claim ends with the task, however it ended: nothing renews it now

@@ -155,5 +155,7 @@ async def templates(registry: RegistryDep) -> list[dict[str, Any]]:
     responses={503: {"description": "The database cannot be written to or read; `failed` says which and why."}},
 )
 async def healthz(sessionmaker: SessionmakerDep, settings: SettingsDep) -> JSONResponse:
-    status, body = await health_report(sessionmaker, settings.database.health_timeout_seconds)
+    status, body = await health_report(
+        sessionmaker, settings.database.health_timeout_seconds, settings.limits.run_lease_seconds
+    )
     return JSONResponse(body, status_code=status)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.db import corpus_repo
-from veracity.db.health import probe_write, queue_depth
+from veracity.db.health import executors_seen, probe_write, queue_depth
 from veracity.db.transient import first_line
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,9 @@ async def _writable(sessionmaker: async_sessionmaker[AsyncSession], timeout: flo
     return None
 
 
-async def health_report(sessionmaker: async_sessionmaker[AsyncSession], timeout: float) -> tuple[int, dict[str, Any]]:
+async def health_report(
+    sessionmaker: async_sessionmaker[AsyncSession], timeout: float, lease_seconds: float = 30.0
+) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) of ``/healthz``."""
     failed: dict[str, str] = {}
     write_error = await _writable(sessionmaker, timeout)
@@ -53,13 +56,19 @@ async def health_report(sessionmaker: async_sessionmaker[AsyncSession], timeout:
         failed["database_write"] = write_error
     queue: dict[str, int] | None = None
     corpora: dict[str, int] | None = None
+    workers: list[str] | None = None
+    since = datetime.now(UTC) - timedelta(seconds=lease_seconds)
 
-    async def read() -> tuple[dict[str, int], dict[str, int]]:
+    async def read() -> tuple[dict[str, int], dict[str, int], list[str]]:
         async with sessionmaker() as session:
-            return await queue_depth(session=session), await corpus_repo.corpus_counts(session=session)
+            return (
+                await queue_depth(session=session),
+                await corpus_repo.corpus_counts(session=session),
+                await executors_seen(session=session, since=since),
+            )
 
     try:
-        queue, corpora = await asyncio.wait_for(read(), timeout + 1.0)
+        queue, corpora, workers = await asyncio.wait_for(read(), timeout + 1.0)
     except Exception as exc:  # any failure is the report's content, not the handler's
         logger.warning("healthz: the database cannot be read: %s", exc, exc_info=True)
         failed["database_read"] = _reason(exc, timeout)
@@ -67,9 +76,9 @@ async def health_report(sessionmaker: async_sessionmaker[AsyncSession], timeout:
         "status": "unavailable" if failed else "ok",
         "database": {"writable": write_error is None, "error": write_error},
         "queue": queue,
-        # Workers that take runs off the queue do not exist yet, and the runs table records no owner to count
-        # them by: null until it does (then: the distinct owners whose leases were renewed recently).
-        "workers": None,
+        # The executors (workers, or servers running runs themselves) whose runs' leases were renewed within a
+        # lease: those seen working now; an idle worker holds no run and is not listed.
+        "workers": workers,
         "corpora": corpora,
     }
     if failed:

@@ -34,11 +34,16 @@ def _render(templates: Jinja2Templates, name: str, **context: Any) -> str:
     return templates.get_template(name).render(**context)
 
 
+def _opened_shape(view: RunView) -> tuple[int, int]:
+    """What the source inspector shows changes with: rows opened, and branches that read them."""
+    return len(view.opened), sum(len(row.subtasks) for row in view.opened.values())
+
+
 def page_messages(
     templates: Jinja2Templates, shape: GraphShape, view: RunView, event: StoredEvent, base_url: str = "/"
 ) -> list[ServerSentEvent]:
     """Apply one event to the view and render what it changed."""
-    opened_before = len(view.opened)
+    opened_before = _opened_shape(view)
     apply(view, event.seq, event.name, event.payload, event.created_at)
     seq = str(event.seq)
     row = view.timeline[-1]
@@ -51,7 +56,7 @@ def page_messages(
         ),
         ServerSentEvent(data=_render(templates, "partials/_status.html", view=view), event="status", id=seq),
     ]
-    if event.name == RetrieveComplete.name or len(view.opened) != opened_before:
+    if event.name == RetrieveComplete.name or _opened_shape(view) != opened_before:
         messages.append(
             ServerSentEvent(data=_render(templates, "partials/_sources.html", view=view), event="sources", id=seq)
         )

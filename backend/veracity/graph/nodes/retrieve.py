@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from veracity.db.failures import public_error
 from veracity.domain import BranchStat, Evidence, Subtask
-from veracity.errors import ModelError, VeracityError
+from veracity.errors import LeaseLost, ModelError, RunCancelled, VeracityError
 from veracity.events import BranchStatus, OpenedSource, RetrieveMapProgress
 from veracity.graph.context import Context
 from veracity.graph.state import RetrieveTask
@@ -244,8 +244,8 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
         selected = await asyncio.to_thread(_select, ctx, task["question"], task, found, stat)
         kept = dedupe_near_identical(selected)[: ctx.limits.evidence_per_subtask]
         stat.evidences = len(kept)
-    except ModelError:
-        raise  # a model failure is the run's (the floor), not one branch's
+    except (ModelError, LeaseLost, RunCancelled):
+        raise  # a model failure is the run's (the floor), not one branch's; so are a lost claim and a cancel
     except (VeracityError, SQLAlchemyError, OSError) as exc:
         # The branch's error reaches the run's events and page: a database failure's SQL stays in the log.
         stat.status, stat.error = "failed", public_error(exc, where=f"run {task['run_id']} branch {subtask.id}")
