@@ -18,6 +18,12 @@ CORPUS_NAME_INVALID = "Corpus names are 1-64 letters, digits, '-' or '_', got '{
 SEARCH_QUERY_EMPTY = "The search query is empty."
 QUERIES_FILE_BAD_LINE = "{path}:{line}: each line must be a JSON object with 'id' and 'query'."
 RUN_INTERRUPTED = "The server stopped while this run was in progress; it did not finish."
+RUN_NOT_RESUMED = "The process executing this run stopped and the run could not be resumed: {reason}."
+RESUMES_SPENT = "it had been resumed {resumes} time(s) already, the most allowed, and stopped again"
+RESUME_OFF = "resuming is turned off (VERACITY_LIMITS__MAX_RESUMES=0)"
+RESUME_NO_CHECKPOINTS = "the process that found it keeps no checkpoints"
+RESUME_CHECKPOINT_UNREADABLE = "its checkpoint could not be read ({error})"
+RESUME_TEMPLATE_UNKNOWN = "its template '{template}' is not known to the process that found it"
 RUN_CANCELLED = "Cancelled at the user's request; the run stopped before it finished."
 RUN_ALREADY_FINISHED = "Run '{run_id}' has already finished ({status}); there is nothing to cancel."
 LOOP_ABORT_DETAIL = (

@@ -1,10 +1,12 @@
-"""Run the Alembic history programmatically (the CLI, the server's start-up and the tests all use this)."""
+"""Run the Alembic history programmatically (the CLI, the server's start-up and the tests all use this), then create
+the graph checkpointer's tables (``db/checkpoints.py``: LangGraph versions those itself)."""
 
 from __future__ import annotations
 
 from alembic import command
 from alembic.config import Config
 
+from veracity.db.checkpoints import setup_checkpoints
 from veracity.settings import PACKAGE_DIR
 
 
@@ -19,6 +21,7 @@ def alembic_config(url: str) -> Config:
 def upgrade(url: str, revision: str = "head") -> None:
     """Synchronous: Alembic's env.py runs its own event loop. From async code use ``asyncio.to_thread``."""
     command.upgrade(alembic_config(url), revision)
+    setup_checkpoints(url)
 
 
 def downgrade(url: str, revision: str = "base") -> None:

@@ -8,8 +8,10 @@ needs from here (the web hands each request only those), not from the run servic
         run_id = await runtime.service.start(question=..., template="answer")
 
 ``serve=True`` adds what a long-running server does and a command does not: the default Wikipedia corpus and its
-vectors when the settings ask for them, interrupted runs marked failed, and the lease upkeep. The service is built
-on first use, so a command that never starts a run (``ingest``, ``search``) never builds the model clients.
+vectors when the settings ask for them, runs whose process died taken over (resumed, ``runs/resume.py``), and the
+lease upkeep with its sweeps. The graph's checkpointer (``db/checkpoints.py``) lives as long as the runtime. The
+service is built on first use, so a command that never starts a run (``ingest``, ``search``) never builds the model
+clients.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -27,9 +29,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.corpus.wiki import ensure_wiki_corpus
+from veracity.db.checkpoints import open_checkpointer
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.graph.builder import build_graph
+from veracity.graph.serde import state_serializer
 from veracity.runs.feed import RunFeed
 from veracity.runs.model_set import ModelSet, build_models
 from veracity.runs.providers import Providers
@@ -136,12 +140,17 @@ async def open_runtime(
     cancels them at once, each recorded as interrupted."""
     runtime: Runtime | None = None
     clean = False
+    checkpoints = AsyncExitStack()
     try:
         if migrate:
             await asyncio.to_thread(upgrade, settings.database.url)
+        # The graph's checkpoints, in the run's database: another process can resume a run whose process died.
+        saver = await checkpoints.enter_async_context(
+            open_checkpointer(settings.database.url, serde=state_serializer())
+        )
         engine = make_engine(settings.database.url, echo=settings.database.echo)
         sessionmaker = make_sessionmaker(engine)
-        runtime = Runtime(settings, engine, sessionmaker, build_graph(), RunFeed(sessionmaker, settings), models)
+        runtime = Runtime(settings, engine, sessionmaker, build_graph(saver), RunFeed(sessionmaker, settings), models)
         if serve and settings.corpus.autoload_wiki:
             report = await ensure_wiki_corpus(
                 sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars
@@ -155,14 +164,17 @@ async def open_runtime(
             if settings.corpus.autoload_wiki and model is not None:
                 # Before serving, not at the first search: embedding the default corpus takes about a minute.
                 await ensure_vectors(sessionmaker=runtime.sessionmaker, model=model, corpus="wiki")
-            interrupted = await service.recover_interrupted()
-            if interrupted:
-                logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
-            service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
+            taken = await service.recover_interrupted()
+            if taken:
+                logger.warning("took over %d run(s) whose process died", len(taken))
+            service.start_upkeep()  # renew this process's runs; sweep for runs whose process died (resume them)
         yield runtime
         clean = True
     finally:
-        if runtime is not None:
-            await runtime.close(timeout=30.0 if clean else 0.0)
-        elif models is not None:
-            await models.aclose()
+        try:
+            if runtime is not None:
+                await runtime.close(timeout=30.0 if clean else 0.0)
+            elif models is not None:
+                await models.aclose()
+        finally:
+            await checkpoints.aclose()  # after the runs that write checkpoints have ended
