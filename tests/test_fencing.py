@@ -1,6 +1,7 @@
 """Fenced run ownership, on SQLite and on the real PostgreSQL: an executor frozen past its lease writes nothing more
 of its run once a sweep has ended it; sweeps that race end a stale run once, with one ``error`` event; a lost claim
-refuses every kind of write (event, audit, artifact, status)."""
+refuses every kind of write (event, audit, artifact, status). The services here keep no checkpoints, so a stale run
+they find is ended (``NOT_RESUMED``), not resumed; resuming is ``tests/test_resume.py``."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from veracity.events import RunStarted
 from veracity.runs.service import RunService
 
 VERACITY = str(Path(sys.executable).parent / "veracity")
+NOT_RESUMED = messages.RUN_NOT_RESUMED.format(reason=messages.RESUME_NO_CHECKPOINTS)
+"""How a sweep by a process without checkpoints ends a stale run."""
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -81,7 +84,7 @@ async def test_sweeps_that_race_end_a_stale_run_once_with_one_error_event(any_db
             async with makers[0]() as session:
                 run = await runs_repo.get_run(session=session, run_id=run_id)
             assert run is not None and (run.status, run.owner, run.lease_generation) == ("failed", None, 2)
-            assert run.error == messages.RUN_INTERRUPTED
+            assert run.error == NOT_RESUMED
     finally:
         for e in engines:
             await e.dispose()
@@ -191,5 +194,5 @@ def test_a_writer_frozen_past_its_lease_writes_nothing_more_once_swept(any_db: s
             return run.status, run.error, artifact
         raise AssertionError("unreachable")
 
-    assert asyncio.run(stored()) == ("failed", messages.RUN_INTERRUPTED, None)
+    assert asyncio.run(stored()) == ("failed", NOT_RESUMED, None)
     assert proc.returncode != 0  # the woken CLI reports the run as failed, not a report

@@ -22,6 +22,12 @@ WORKER_NEEDS_POSTGRESQL = (
     "in `veracity serve` itself. Set VERACITY_DATABASE__URL to a postgresql+asyncpg:// URL to run workers."
 )
 RUN_INTERRUPTED = "The server stopped while this run was in progress; it did not finish."
+RUN_NOT_RESUMED = "The process executing this run stopped and the run could not be resumed: {reason}."
+RESUMES_SPENT = "it had been resumed {resumes} time(s) already, the most allowed, and stopped again"
+RESUME_OFF = "resuming is turned off (VERACITY_LIMITS__MAX_RESUMES=0)"
+RESUME_NO_CHECKPOINTS = "the process that found it keeps no checkpoints"
+RESUME_CHECKPOINT_UNREADABLE = "its checkpoint could not be read ({error})"
+RESUME_TEMPLATE_UNKNOWN = "its template '{template}' is not known to the process that found it"
 RUN_CANCELLED = "Cancelled at the user's request; the run stopped before it finished."
 RUN_ALREADY_FINISHED = "Run '{run_id}' has already finished ({status}); there is nothing to cancel."
 LOOP_ABORT_DETAIL = (

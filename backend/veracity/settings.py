@@ -97,7 +97,15 @@ class LimitSettings(BaseModel):
         ge=1,
         le=3600,
         description="A process renews the runs it executes every third of this; an unfinished run not renewed for "
-        "this long (its process died) is marked interrupted, at start-up or by any process's periodic sweep.",
+        "this long (its process died) is taken over and resumed from its last checkpoint by a server's sweep (at "
+        "start-up and every lease).",
+    )
+    max_resumes: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description="How many times a run whose executing process died may be resumed by another; a run that dies "
+        "once more is failed, saying why. 0 = never resume (fail it at once).",
     )
     feed_poll_seconds: float = Field(
         default=5.0,

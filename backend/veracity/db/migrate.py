@@ -1,4 +1,5 @@
-"""Run the Alembic history programmatically (the CLI, the server's start-up and the tests all use this)."""
+"""Run the Alembic history programmatically (the CLI, the server's start-up and the tests all use this), then create
+the graph checkpointer's tables (``db/checkpoints.py``: LangGraph versions those itself)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 from alembic import command
 from alembic.config import Config
 
+from veracity.db.checkpoints import setup_checkpoints
 from veracity.db.jobs import install_schema, is_postgresql
 from veracity.settings import PACKAGE_DIR
 
@@ -25,6 +27,7 @@ def upgrade(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
     if is_postgresql(url) and revision == "head":
         asyncio.run(install_schema(url))
+    setup_checkpoints(url)
 
 
 def downgrade(url: str, revision: str = "base") -> None:

@@ -65,6 +65,8 @@ class ResearchRun(Base):
     """A user asked the run to stop: its executor's next fenced write ends it as cancelled."""
     rerun_of: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     """The run this one re-runs (same question, template and corpus), when it is a re-run."""
+    resumes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """How many times another process took the run over after its executor died (bounded by ``max_resumes``)."""
 
 
 class RunEvent(Base):

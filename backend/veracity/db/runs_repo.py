@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, and_, case, func, not_, select, text, update
+from sqlalchemy import CursorResult, and_, case, exists, func, not_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
@@ -168,6 +168,39 @@ async def fail_stale(
     )
     row = result.first()
     return str(row[0]) if row is not None else None
+
+
+async def claim_stale(
+    *, session: AsyncSession, run_id: str, owner: str, stale_before: datetime, max_resumes: int
+) -> Fence | None:
+    """Take over a run whose executor stopped renewing its lease, to resume it: only if it is still active, still
+    stale and resumed fewer than ``max_resumes`` times when this statement runs (two sweeps racing take it once).
+    Bumps the generation (the old executor's fence no longer holds), counts the resume and makes ``owner`` its
+    executor. The new claim, or None when the run was not taken."""
+    result = await session.execute(
+        update(ResearchRun)
+        .where(
+            ResearchRun.id == run_id,
+            ResearchRun.status.in_(ACTIVE),
+            ResearchRun.updated_at < stale_before,
+            ResearchRun.resumes < max_resumes,
+        )
+        .values(
+            owner=owner,
+            lease_generation=ResearchRun.lease_generation + 1,
+            resumes=ResearchRun.resumes + 1,
+            updated_at=utcnow(),
+        )
+        .returning(ResearchRun.lease_generation)
+    )
+    rows = result.all()
+    return Fence(run_id=run_id, owner=owner, generation=rows[0][0]) if len(rows) == 1 else None
+
+
+async def has_event(*, session: AsyncSession, run_id: str, name: str) -> bool:
+    """Whether the run has stored an event of this name."""
+    found = await session.scalar(select(exists().where(RunEvent.run_id == run_id, RunEvent.name == name)))
+    return bool(found)
 
 
 async def recent_runs(*, session: AsyncSession, limit: int = 20) -> Sequence[ResearchRun]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -34,7 +35,9 @@ NODE_ORDER = (
 )
 
 
-def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The research graph; with ``checkpointer``, every completed super-step is saved under the run's ID (its
+    ``thread_id``) so that another process can resume the run from there (``runs/resume.py``)."""
     builder = StateGraph(RunState, context_schema=Context, input_schema=RunInput, output_schema=GraphOutput)
     builder.add_node("route", route)  # policy phrases → proceed / escalate / crisis; no search, no model
     builder.add_node("plan", plan)  # sub-questions per section, core sections always routed
@@ -55,7 +58,7 @@ def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     builder.add_edge("compose", "verify")  # every draft is checked
     builder.add_edge("verify", "decide")  # code decides from the verdict
     builder.add_conditional_edges("decide", after_decide, {"compose": "compose", "end": END})  # bounded retry
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer)
 
 
 def build_redraft_graph() -> CompiledStateGraph[Any, Any, Any, Any]:

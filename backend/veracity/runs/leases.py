@@ -1,29 +1,34 @@
 """Leases: a run belongs to the executor that claimed it (owner + generation) while it renews its lease. Every
 process renews its own runs every third of ``run_lease_seconds`` — a run whose claim was lost meanwhile is
-cancelled here, its writes already refused by the journal's fence — and, every lease, sweeps for runs whose
-executor stopped renewing (one ``error`` event and status failed, however many sweeps race)."""
+cancelled here, its writes already refused by the journal's fence — and a long-lived one (a server) sweeps, every
+lease, for runs whose executor stopped renewing: each is taken over and resumed, or ended saying why it cannot be
+(``runs/resume.py``; once, however many sweeps race). A short-lived process (``veracity ask``, the evals) does not
+sweep: a run it took over would hold up its exit, or be cut short by it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from veracity import messages
 from veracity.db import runs_repo
 from veracity.runs.journal import Journal
 from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
 
+TakeOver = Callable[[str, datetime], Awaitable[bool]]
+"""Resume a stale run here, or end it saying why not (``Resumer.take_over``): True when it did either."""
+
 
 class Leases:
-    """``running``: this process's runs by id (the service's tasks); ``journal``: their claims, and how a swept
-    run ends."""
+    """``running``: this process's runs by id (the service's tasks); ``journal``: their claims; ``take_over``: what
+    becomes of a stale run a sweep finds."""
 
     def __init__(
         self,
@@ -31,11 +36,13 @@ class Leases:
         settings: Settings,
         running: dict[str, asyncio.Task[None]],
         journal: Journal,
+        take_over: TakeOver,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.settings = settings
         self._tasks = running
         self.journal = journal
+        self.take_over = take_over
         self._upkeep: asyncio.Task[None] | None = None
         """Renews the leases of this process's runs (and sweeps for dead ones) while any process runs here."""
 
@@ -44,7 +51,8 @@ class Leases:
         return self._upkeep is not None and not self._upkeep.done()
 
     async def recover_interrupted(self) -> list[str]:
-        """Runs left pending/running by a process that died get an ``error`` event and status failed.
+        """Runs left pending/running by a process that died are taken over (resumed here, or ended saying why they
+        cannot be); the ones this call took.
 
         A run is another process's, alive, while its lease is fresh: every process renews the runs it executes
         every third of ``run_lease_seconds`` (``keep_leases``, which every ``start`` starts). Only runs not
@@ -54,7 +62,7 @@ class Leases:
         async with self.sessionmaker() as session:
             unfinished = await runs_repo.unfinished_runs(session=session, stale_before=cutoff)
             stale = [r.id for r in unfinished if r.id not in self._tasks]
-        return [r for r in stale if await self.journal.sweep(r, messages.RUN_INTERRUPTED, stale_before=cutoff)]
+        return [r for r in stale if await self.take_over(r, cutoff)]
 
     def start_upkeep(self, *, until_idle: bool = False) -> None:
         """Start renewing this process's leases (and sweeping) unless already running. A server keeps it for its
@@ -70,8 +78,9 @@ class Leases:
             self._upkeep = None
 
     async def keep_leases(self, *, until_idle: bool = False) -> None:
-        """Renew this process's runs every third of a lease; sweep for dead ones every lease; until cancelled,
-        or, with ``until_idle``, until this process has no run left."""
+        """Renew this process's runs every third of a lease; sweep for dead ones every lease (not ``until_idle``:
+        a short-lived process leaves them to a server); until cancelled, or, with ``until_idle``, until this
+        process has no run left."""
         lease = self.settings.limits.run_lease_seconds
         beats = 0
         while True:
@@ -89,9 +98,9 @@ class Leases:
                     task = self._tasks.get(run_id)
                     if task is not None and not self.journal.ending(run_id):  # its ending is being written
                         task.cancel()
-                if beats % 3 == 0:
+                if not until_idle and beats % 3 == 0:
                     swept = await self.recover_interrupted()
                     if swept:
-                        logger.warning("marked %d interrupted run(s) as failed: %s", len(swept), ", ".join(swept))
+                        logger.warning("took over %d run(s) whose process died: %s", len(swept), ", ".join(swept))
             except SQLAlchemyError as exc:  # the database is away for a moment: try again next beat
                 logger.warning("run lease upkeep failed: %s", exc)

@@ -8,11 +8,12 @@ needs from here (the web hands each request only those), not from the run servic
         run_id = await runtime.service.start(question=..., template="answer")
 
 ``serve=True`` adds what a long-running server does and a command does not: the default Wikipedia corpus and its
-vectors when the settings ask for them, interrupted runs marked failed, and the lease upkeep. On PostgreSQL it also
-sends the service's runs to the queue (``runs/queue.py``) and, unless ``VERACITY_WORKER__EMBEDDED=false``, runs a
-worker on it here; ``worker=True`` (``veracity worker``) always runs one. On SQLite there is no queue: the service
-executes runs where they start, as a command's does everywhere. The service is built on first use, so a command
-that never starts a run (``ingest``, ``search``) never builds the model clients.
+vectors when the settings ask for them, runs whose process died taken over (resumed, ``runs/resume.py``), and the
+lease upkeep with its sweeps. On PostgreSQL it also sends the service's runs to the queue (``runs/queue.py``) and,
+unless ``VERACITY_WORKER__EMBEDDED=false``, runs a worker on it here; ``worker=True`` (``veracity worker``) always
+runs one. On SQLite there is no queue: the service executes runs where they start, as a command's does everywhere.
+The graph's checkpointer (``db/checkpoints.py``) lives as long as the runtime. The service is built on first use, so
+a command that never starts a run (``ingest``, ``search``) never builds the model clients.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -30,9 +31,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from veracity.corpus.bundled import ensure_bundled_corpora
 from veracity.corpus.wiki import ensure_wiki_corpus
+from veracity.db.checkpoints import open_checkpointer
 from veracity.db.engine import is_postgresql, make_engine, make_sessionmaker, startup_lock
 from veracity.db.migrate import upgrade
 from veracity.graph.builder import build_graph
+from veracity.graph.serde import state_serializer
 from veracity.runs.feed import RunFeed
 from veracity.runs.model_set import ModelSet, build_models
 from veracity.runs.providers import Providers
@@ -168,13 +171,21 @@ async def open_runtime(
     serve = serve or worker
     runtime: Runtime | None = None
     clean = False
+    checkpoints = AsyncExitStack()
+    engine: AsyncEngine | None = None
     try:
         engine = make_engine(settings.database.url, echo=settings.database.echo)
         sessionmaker = make_sessionmaker(engine)
-        runtime = Runtime(settings, engine, sessionmaker, build_graph(), RunFeed(sessionmaker, settings), models)
         async with startup_lock(settings.database.url):
             if migrate:
                 await asyncio.to_thread(upgrade, settings.database.url)
+            # The graph's checkpoints, in the run's database: another process can resume a run whose process died.
+            saver = await checkpoints.enter_async_context(
+                open_checkpointer(settings.database.url, serde=state_serializer())
+            )
+            runtime = Runtime(
+                settings, engine, sessionmaker, build_graph(saver), RunFeed(sessionmaker, settings), models
+            )
             if serve and settings.corpus.autoload_wiki:
                 report = await ensure_wiki_corpus(
                     sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars
@@ -188,17 +199,23 @@ async def open_runtime(
                 await ensure_vectors(sessionmaker=runtime.sessionmaker, model=model, corpus="wiki")
         if serve:
             service = runtime.service
-            interrupted = await service.recover_interrupted()
-            if interrupted:
-                logger.warning("marked %d interrupted run(s) as failed", len(interrupted))
-            service.start_upkeep()  # renew this process's runs; sweep for runs whose process died
+            taken = await service.recover_interrupted()
+            if taken:
+                logger.warning("took over %d run(s) whose process died", len(taken))
+            service.start_upkeep()  # renew this process's runs; sweep for runs whose process died (resume them)
             service.queue = run_queue(settings)
             if is_postgresql(settings.database.url) and (worker or settings.worker.embedded):
                 runtime.start_worker()
         yield runtime
         clean = True
     finally:
-        if runtime is not None:
-            await runtime.close(timeout=30.0 if clean else 0.0)
-        elif models is not None:
-            await models.aclose()
+        try:
+            if runtime is not None:
+                await runtime.close(timeout=30.0 if clean else 0.0)
+            else:  # it failed before the runtime was whole (a migration, the checkpointer)
+                if models is not None:
+                    await models.aclose()
+                if engine is not None:
+                    await engine.dispose()
+        finally:
+            await checkpoints.aclose()  # after the runs that write checkpoints have ended

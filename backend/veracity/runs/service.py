@@ -2,7 +2,8 @@
 closing the browser tab never stops or loses it. The service validates and starts runs and drives the graph; the
 jobs around that are their own modules: ``journal`` (every event persisted before anyone sees it, the audit trail,
 the artifact or the error that ends a run), ``leases`` (which process owns a run; sweeping for dead ones) and
-``finish`` (the floor, the gate and storing, outside the graph)."""
+``finish`` (the floor, the gate and storing, outside the graph), ``context`` (what a run's graph executes with) and
+``resume`` (taking over and resuming a run whose process died)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -25,18 +26,18 @@ from veracity.db.failures import public_error
 from veracity.db.models import ResearchRun, RunEvent
 from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput, LeaseLost, NotFound, RunCancelled
-from veracity.events import Event, ModelCall, RunStarted
+from veracity.events import Event
 from veracity.graph.builder import build_graph, build_redraft_graph
-from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.state import GraphOutput, RunInput
-from veracity.models.usage import UsageMeter, current_listener, current_meter
 from veracity.ports import HitRanker, SearchProvider
+from veracity.runs.context import run_context, run_started
 from veracity.runs.feed import RunFeed
 from veracity.runs.finish import gate_and_store
 from veracity.runs.journal import Journal
 from veracity.runs.leases import Leases
 from veracity.runs.providers import Providers
 from veracity.runs.queue import RunQueue
+from veracity.runs.resume import Resumer, Resumption, checkpointer_of, thread_config
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import Settings
@@ -88,7 +89,9 @@ class RunService:
         self.journal = Journal(sessionmaker, self.feed, settings)
         self.queue: RunQueue | None = None
         """Where ``start`` sends runs for a worker; None = execute them here (set by the composition root)."""
-        self.leases = Leases(sessionmaker, settings, self._tasks, self.journal)
+        self.resumer = Resumer(sessionmaker, settings, graph, self.journal, registry, self.owner, self._resume)
+        """Takes over runs whose process died (this process's sweeps find them) and resumes them here."""
+        self.leases = Leases(sessionmaker, settings, self._tasks, self.journal, self.resumer.take_over)
 
     @classmethod
     def from_settings(
@@ -186,9 +189,16 @@ class RunService:
         providers: Providers | None = None,
     ) -> asyncio.Task[None]:
         """Execute a run this service holds (its fence in the journal) as a task of its own, its lease renewed."""
-        task = asyncio.create_task(
-            self.execute(run_id, spec, question, corpus, started, providers), name=f"run-{run_id}"
-        )
+        return self._track(run_id, self.execute(run_id, spec, question, corpus, started, providers))
+
+    def _resume(self, run: ResearchRun, spec: Spec, resumption: Resumption) -> None:
+        """Execute a run this process has just taken over (``runs/resume.py``)."""
+        started = time.perf_counter()
+        self._track(run.id, self.execute(run.id, spec, run.question, run.corpus, started, resumption=resumption))
+
+    def _track(self, run_id: str, execution: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Execute a run as this service's task, its lease renewed while it lasts."""
+        task = asyncio.create_task(execution, name=f"run-{run_id}")
         self._tasks[run_id] = task
         self.start_upkeep(until_idle=True)
         task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
@@ -232,9 +242,6 @@ class RunService:
         """Follow a run: its stored events after ``after_seq``, then live ones, until its terminal event."""
         return self.feed.follow(run_id, after_seq)
 
-    async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
-        await self.journal.audit(run_id, stage, attempt, payload)
-
     async def recover_interrupted(self) -> list[str]:
         return await self.leases.recover_interrupted()
 
@@ -253,70 +260,41 @@ class RunService:
         corpus: str,
         started: float,
         providers: Providers | None = None,
+        *,
+        resumption: Resumption | None = None,
     ) -> None:
+        """Execute a run held here: from the beginning, or (``resumption``) taken over from a process that died."""
         emit_started = time.perf_counter()
+        held = True
         try:
             providers = providers or self.providers()
-            await self.emit(
-                run_id,
-                RunStarted(
-                    run_id=run_id,
-                    template=spec.id,
-                    question=question,
-                    corpus=corpus,
-                    sections=[s.id for s in spec.sections],
-                    budgets=spec.budgets.model_dump(),
-                    composer=providers.composer.name,
-                ),
-            )
+            if resumption is None or not resumption.announced:  # a run taken over was announced by its first process
+                await self.emit(run_id, run_started(run_id, spec, question, corpus, providers))
             first_event_ms = (time.perf_counter() - started) * 1000
             async with self.sessionmaker() as session, session.begin():
                 await runs_repo.set_run_status(
                     session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
                 )
-
-            async def emit(event: Event) -> None:
-                await self.emit(run_id, event)
-
-            async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
-                await self.audit(run_id, stage, attempt, payload)
-
-            web = self.web if corpus == WEB_SOURCE else None
-            budgets = spec.budgets
-            meter = UsageMeter(
-                max_calls=budgets.model_calls,
-                max_prompt_tokens=budgets.prompt_tokens,
-                max_completion_tokens=budgets.completion_tokens,
-                max_seconds=budgets.wall_seconds,
-            )
-            current_meter.set(meter)  # this task's context: every model call of the run is counted
-
-            async def on_call(row: dict[str, Any]) -> None:
-                await self.emit(run_id, ModelCall.model_validate(row))
-
-            current_listener.set(on_call)
-            context = Context(
+            context = run_context(
+                run_id=run_id,
                 spec=spec,
-                search=web.search if web else self.search,
-                fetcher=web.pages if web else None,
+                corpus=corpus,
+                providers=providers,
+                journal=self.journal,
+                settings=self.settings,
+                search=self.search,
+                web=self.web,
                 ranker=self.ranker,
-                pages_per_query=self.settings.search.pages_per_query,
-                emit=emit,
-                limits=self.settings.limits,
-                coordinator=RetrievalCoordinator(
-                    max_pages=spec.budgets.max_pages, io_concurrency=self.settings.fetch.concurrency
-                ),
-                composer=providers.composer,
-                reviewer=providers.reviewer,
-                planner=providers.planner,
-                judge=providers.judge,
-                audit=audit,
-                semantic=self.semantics.model,
-                max_candidates=self.settings.semantic.max_candidates,
+                semantics=self.semantics,
             )
+            resumed = resumption is not None and resumption.from_checkpoint
+            checkpointed = checkpointer_of(self.graph) is not None
             output = await self.graph.ainvoke(
-                RunInput(run_id=run_id, question=question, corpus=corpus),
+                None if resumed else RunInput(run_id=run_id, question=question, corpus=corpus),
+                config=thread_config(run_id),
                 context=context,
+                # Each super-step's checkpoint is saved before the next step starts: a completed node never runs again.
+                durability="sync" if checkpointed else None,
             )
             await gate_and_store(
                 self.journal,
@@ -343,6 +321,7 @@ class RunService:
         except RunCancelled:  # a user asked it to stop; its next write found out
             await asyncio.shield(self.journal.fail(run_id, messages.RUN_CANCELLED))
         except LeaseLost as exc:  # another executor or a sweep has the run now: write nothing more of it
+            held = False
             logger.warning("run %s stopped here: %s", run_id, exc)
         except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run
             logger.exception("run %s failed", run_id)
@@ -350,3 +329,5 @@ class RunService:
             await asyncio.shield(self.journal.fail(run_id, messages.RUN_FAILED.format(reason=reason)))
         finally:
             self.journal.release(run_id)  # the claim ends with the task, however it ended: nothing renews it now
+            if held:  # ended here (or not resumable): its checkpoints are no longer needed
+                await asyncio.shield(self.resumer.forget(run_id))

@@ -4,8 +4,8 @@ in ``veracity worker``, or embedded in ``veracity serve`` (``VERACITY_WORKER__EM
 The queue hands out jobs; the run's fence decides who executes. A job's handler claims its run with one
 conditional UPDATE (``runs_repo.claim_run``): only an unclaimed run, or one whose executor stopped renewing its
 lease, can be claimed, so a job picked twice — pgqueuer re-picks a job whose heartbeat went stale — executes its
-run at most once. A claimed run that had already started (its executor died mid-run) is not resumed yet: it ends
-with ``RUN_INTERRUPTED``, as a sweep would end it.
+run at most once. A run whose job comes back after it had started (its executor died mid-run) is taken over by the
+resumer (``runs/resume.py``) and resumed from its checkpoint, as a sweep would.
 
 Stopping (SIGTERM, or the server shutting down) stops taking jobs at once, lets this worker's runs finish for
 ``VERACITY_WORKER__SHUTDOWN_SECONDS``, then cancels the rest, each recorded as interrupted."""
@@ -105,21 +105,24 @@ class Worker:
         ended, another executor holds it, or it had started elsewhere and was ended as interrupted)."""
         service = self.service
         stale_before = datetime.now(UTC) - timedelta(seconds=self.settings.limits.run_lease_seconds)
+        async with service.sessionmaker() as session:
+            started_elsewhere = bool(await runs_repo.events_after(session=session, run_id=run_id, limit=1))
+        if started_elsewhere:
+            # Its job came back because its executor died mid-run: resume it here from its checkpoint (or end it
+            # saying why it cannot be), exactly as a sweep would — only if it is still stale.
+            if await service.resumer.take_over(run_id, stale_before):
+                self.taken += 1
+            return None
         async with service.sessionmaker() as session, session.begin():
             generation = await runs_repo.claim_run(
                 session=session, run_id=run_id, owner=service.owner, stale_before=stale_before
             )
             run = await runs_repo.get_run(session=session, run_id=run_id) if generation is not None else None
-            started_elsewhere = bool(await runs_repo.events_after(session=session, run_id=run_id, limit=1))
         if generation is None or run is None:
             logger.info("run %s: not claimed (it ended, or another executor holds it)", run_id)
             return None
         service.journal.hold(runs_repo.Fence(run_id=run_id, owner=service.owner, generation=generation))
         self.taken += 1
-        if started_elsewhere:  # its executor died mid-run; resuming from a checkpoint is not built yet
-            logger.warning("run %s: claimed after its executor died; ended as interrupted", run_id)
-            await service.journal.fail(run_id, messages.RUN_INTERRUPTED)
-            return None
         try:
             spec = service.registry.get(run.template_id)
         except VeracityError as exc:  # the template is gone from this worker's registry

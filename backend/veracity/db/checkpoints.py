@@ -1,0 +1,99 @@
+"""The research graph's checkpoints, kept in the run's own database so that another process can resume a run whose
+executor died: LangGraph's ``AsyncSqliteSaver`` on the SQLite file (its own aiosqlite connection, with the same
+busy timeout as the engine's), ``AsyncPostgresSaver`` on PostgreSQL (psycopg 3, a small pool whose connections are
+checked before use, so a database that blipped costs a reconnect, not the run). Their tables are the library's own
+(``checkpoints`` and ``writes`` on SQLite; ``checkpoint_*`` on PostgreSQL), created by ``setup_checkpoints`` when
+``veracity migrate`` runs (``db/migrate.upgrade``), not by Alembic: the library versions them itself.
+
+The serializer is the caller's (the graph knows which types its state holds); this module knows only where the
+checkpoints live."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg import AsyncConnection
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.engine import make_url
+
+from veracity.db.engine import is_sqlite
+
+BUSY_TIMEOUT_SECONDS = 30
+"""How long a checkpoint write waits for SQLite's write lock (the engine's sessions hold it briefly)."""
+
+
+def sqlite_path(url: str) -> str:
+    """The SQLite file of a SQLAlchemy URL (``:memory:`` for an in-memory database)."""
+    database = make_url(url).database
+    return database if database else ":memory:"
+
+
+def postgres_conninfo(url: str) -> str:
+    """libpq connection info for psycopg from a SQLAlchemy URL (``postgresql+asyncpg://user:pw@host:port/db``).
+    asyncpg's ``ssl`` query parameter is libpq's ``sslmode``; other query parameters pass through."""
+    parsed = make_url(url)
+    params: dict[str, str | int] = {}
+    for key, value in parsed.query.items():
+        text = value if isinstance(value, str) else value[-1]
+        params["sslmode" if key == "ssl" else key] = text
+    if parsed.host:
+        params["host"] = parsed.host
+    if parsed.port:
+        params["port"] = parsed.port
+    if parsed.username:
+        params["user"] = parsed.username
+    if parsed.password:
+        params["password"] = parsed.password
+    if parsed.database:
+        params["dbname"] = parsed.database
+    return make_conninfo("", **params)
+
+
+def setup_checkpoints(url: str) -> None:
+    """Create (or bring up to date) the checkpointer's tables in the database at ``url``. Idempotent; synchronous
+    like the Alembic history it follows."""
+    if is_sqlite(url):
+        conn = sqlite3.connect(sqlite_path(url), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+        with closing(conn), conn:  # committed, then closed
+            SqliteSaver(conn).setup()
+        return
+    with PostgresSaver.from_conn_string(postgres_conninfo(url)) as saver:
+        saver.setup()
+
+
+@asynccontextmanager
+async def open_checkpointer(url: str, *, serde: SerializerProtocol) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The checkpointer of the database at ``url``, open for the ``async with`` block (its connection or pool is
+    closed after). Its tables must exist (``setup_checkpoints``)."""
+    if is_sqlite(url):
+        conn = await aiosqlite.connect(sqlite_path(url), timeout=BUSY_TIMEOUT_SECONDS)
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
+            yield AsyncSqliteSaver(conn, serde=serde)
+        finally:
+            await conn.close()
+        return
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+        postgres_conninfo(url),
+        min_size=1,
+        max_size=4,
+        open=False,
+        check=AsyncConnectionPool.check_connection,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    )
+    await pool.open()
+    try:
+        yield AsyncPostgresSaver(pool, serde=serde)
+    finally:
+        await pool.close()
