@@ -21,11 +21,10 @@ from langgraph.graph.state import CompiledStateGraph
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
-from veracity.db import corpus_repo, runs_repo
+from veracity.db import runs_repo
 from veracity.db.failures import public_error
 from veracity.db.models import ResearchRun, RunEvent
-from veracity.domain import WEB_SOURCE
-from veracity.errors import BadInput, LeaseLost, NotFound, RunCancelled
+from veracity.errors import LeaseLost, NotFound, RunCancelled
 from veracity.events import Event
 from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.state import GraphOutput, RunInput
@@ -33,6 +32,7 @@ from veracity.ports import HitRanker, SearchProvider
 from veracity.runs.context import run_context, run_started
 from veracity.runs.feed import RunFeed
 from veracity.runs.finish import gate_and_store
+from veracity.runs.intake import validate_request
 from veracity.runs.journal import Journal
 from veracity.runs.leases import Leases
 from veracity.runs.providers import Providers
@@ -122,28 +122,6 @@ class RunService:
             feed=feed,
         )
 
-    # ---- validation -------------------------------------------------------------------------------
-    async def validate(self, *, question: str, template: str, corpus: str | None) -> tuple[str, Spec, str]:
-        question = (question or "").strip()
-        if not question:
-            raise BadInput(messages.QUESTION_EMPTY)
-        limit = self.settings.limits.max_question_chars
-        if len(question) > limit:
-            raise BadInput(messages.QUESTION_TOO_LONG.format(length=len(question), limit=limit))
-        spec = self.registry.get(template)
-        default = WEB_SOURCE if spec.default_source.kind == "web" else spec.default_source.corpus
-        corpus = (corpus or "").strip() or default or self.settings.corpus.default
-        if corpus == WEB_SOURCE:
-            if self.web is None:
-                raise BadInput(messages.WEB_UNAVAILABLE)
-            return question, spec, corpus
-        async with self.sessionmaker() as session:
-            if not await corpus_repo.corpus_exists(session=session, corpus=corpus):
-                # Only the error path pays for listing the corpora.
-                known = ", ".join(sorted(await corpus_repo.corpus_counts(session=session))) or "none"
-                raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=corpus, known=known))
-        return question, spec, corpus
-
     # ---- lifecycle --------------------------------------------------------------------------------
     async def start(
         self,
@@ -158,7 +136,15 @@ class RunService:
         ``queue``; not a run given its own ``providers``, which exist only here) or start executing it here in the
         background. Returns the run ID."""
         started = time.perf_counter()
-        question, spec, corpus = await self.validate(question=question, template=template, corpus=corpus)
+        question, spec, corpus = await validate_request(
+            question=question,
+            template=template,
+            corpus=corpus,
+            settings=self.settings,
+            registry=self.registry,
+            web=self.web is not None,
+            sessionmaker=self.sessionmaker,
+        )
         run_id = uuid.uuid4().hex
         queue = self.queue if providers is None else None
         async with self.sessionmaker() as session, session.begin():

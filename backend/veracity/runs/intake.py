@@ -1,0 +1,47 @@
+"""A run request checked before anything is stored: the question, the template and the corpus (or the web)."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from veracity import messages
+from veracity.db import corpus_repo
+from veracity.domain import WEB_SOURCE
+from veracity.errors import BadInput
+from veracity.settings import Settings
+from veracity.specs.models import Spec
+from veracity.specs.registry import SpecRegistry
+
+
+async def validate_request(
+    *,
+    question: str,
+    template: str,
+    corpus: str | None,
+    settings: Settings,
+    registry: SpecRegistry,
+    web: bool,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> tuple[str, Spec, str]:
+    """(question, spec, corpus) as the run will use them; ``BadInput`` (a message from ``messages.py``) when the
+    question is empty or too long, the template unknown, the corpus unknown, or the web asked for where there is
+    none (``web``: this process can search it)."""
+    question = (question or "").strip()
+    if not question:
+        raise BadInput(messages.QUESTION_EMPTY)
+    limit = settings.limits.max_question_chars
+    if len(question) > limit:
+        raise BadInput(messages.QUESTION_TOO_LONG.format(length=len(question), limit=limit))
+    spec = registry.get(template)
+    default = WEB_SOURCE if spec.default_source.kind == "web" else spec.default_source.corpus
+    corpus = (corpus or "").strip() or default or settings.corpus.default
+    if corpus == WEB_SOURCE:
+        if not web:
+            raise BadInput(messages.WEB_UNAVAILABLE)
+        return question, spec, corpus
+    async with sessionmaker() as session:
+        if not await corpus_repo.corpus_exists(session=session, corpus=corpus):
+            # Only the error path pays for listing the corpora.
+            known = ", ".join(sorted(await corpus_repo.corpus_counts(session=session))) or "none"
+            raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=corpus, known=known))
+    return question, spec, corpus
