@@ -15,8 +15,10 @@ Every process is started here, bounded in time and killed on the way out."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -28,6 +30,7 @@ from test_worker import (  # the process helpers of the queue's own tests
     Proc,
     _artifacts,
     _events,
+    _free_port,
     _healthy,
     _query,
     _ready,
@@ -36,6 +39,7 @@ from test_worker import (  # the process helpers of the queue's own tests
     web,
     worker,
 )
+from veracity import messages
 
 SLOW = {"VERACITY_LIMITS__EVENT_DELAY_MS": "400"}  # ~25 events 400 ms apart: a run lasts ~10 s
 LEASE = {"VERACITY_LIMITS__RUN_LEASE_SECONDS": "2"}
@@ -218,3 +222,137 @@ async def test_a_worker_frozen_past_its_lease_writes_nothing_more_once_thawed(
     assert _resumed_in({"other": other, "frozen": frozen, "web": server}, run_id) == ["other"]
     log = frozen.log()
     assert f"run {run_id}: lease lost" in log or f"run {run_id} stopped here" in log, log[-3000:]
+
+
+# ---- a database outage between one worker and PostgreSQL ---------------------------------------------------
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 to PostgreSQL; ``outage(seconds)`` cuts every connection through it and refuses
+    new ones (the port closed) for that long, then listens again on the same port."""
+
+    def __init__(self, target_port: int = 5432) -> None:
+        self.port = _free_port()
+        self.target_port = target_port
+        self.server: asyncio.Server | None = None
+        self.pipes: set[asyncio.Task[None]] = set()
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.connections = 0
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, reuse_address=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self.writers |= {writer, up_writer}
+        pipes = [asyncio.create_task(self._pipe(reader, up_writer)), asyncio.create_task(self._pipe(up_reader, writer))]
+        self.pipes.update(pipes)
+        try:
+            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in pipes:
+                task.cancel()
+                self.pipes.discard(task)
+            for w in (writer, up_writer):
+                self.writers.discard(w)
+                w.close()
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+
+    def _cut(self) -> None:
+        for w in list(self.writers):
+            transport = w.transport
+            transport.abort()  # an RST, as a lost network or a killed server would look to the client
+        self.writers.clear()
+
+    async def outage(self, seconds: float) -> None:
+        assert self.server is not None
+        self.server.close()  # no new connections: the port refuses them
+        self._cut()
+        await asyncio.sleep(seconds)
+        self._cut()  # anything that slipped in meanwhile
+        await self.start()
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        self._cut()
+        for task in list(self.pipes):
+            task.cancel()
+
+
+@contextlib.asynccontextmanager
+async def proxy() -> AsyncIterator[Proxy]:
+    p = Proxy()
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+TRUE_REASONS = (
+    messages.RUN_FAILED.format(reason=messages.DATABASE_FAILED),
+    messages.RUN_INTERRUPTED,
+)
+
+
+async def test_a_database_outage_of_a_few_seconds_resumes_the_run_or_ends_it_with_the_true_reason(
+    queue_db: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    async with proxy() as p:
+        proxied = queue_db.replace("127.0.0.1:5432", f"127.0.0.1:{p.port}")
+        assert proxied != queue_db
+        with (
+            web(queue_db, tmp_path, **LEASE) as (server, base),
+            worker(proxied, tmp_path / "w.log", **SLOW, **LEASE) as w,
+        ):
+            await _until(lambda: _healthy(base), "the web process", server)
+            await _ready(w)
+            viewer = Viewer()
+            run_id = await viewer.start(base)
+            await _running_on(queue_db, run_id, [w], after="planner_complete")
+            before = len(await _events(queue_db, run_id))
+            await p.outage(3.0)
+            await _owners_until_ended(queue_db, run_id, timeout=120)  # bounded: it never hangs
+            streamed = await viewer.finish()
+            await asyncio.sleep(2)  # nothing more is written after the ending
+            stored = await _events(queue_db, run_id)
+            assert w.proc.poll() is None, w.log()  # the worker outlived the outage
+            # Off the event loop: the proxy runs on it, and the worker's shutdown goes through the proxy.
+            assert await asyncio.to_thread(w.stop) == 0 and server.stop() == 0
+
+    names = [n for _, n in stored]
+    assert [s for s, _ in stored] == list(range(1, len(stored) + 1)), stored
+    assert sum(names.count(e) for e in ENDINGS) == 1 and names[-1] in ENDINGS, names
+    assert names.count("run_started") == 1
+    assert streamed == stored
+    assert len(stored) > before
+    row = await _run(queue_db, run_id)
+    if names[-1] == "complete":
+        assert (row["status"], row["outcome"]) == ("done", "shipped")
+        assert await _artifacts(queue_db, run_id) == 1
+    else:
+        assert row["status"] == "failed"
+        error = str(row["error"])
+        assert error in TRUE_REASONS or error.startswith(messages.RUN_NOT_RESUMED.split("{", 1)[0]), error
+        assert "SELECT" not in error and "INSERT" not in error and "UPDATE" not in error
+        assert await _artifacts(queue_db, run_id) == 0
+    print(f"\noutage: the run ended with {names[-1]} ({row['status']}, resumes {row['resumes']}, error {row['error']})")
+    print(f"outage: the worker's log mentions: {_summarise(w.log(), run_id)}")
+
+
+def _summarise(log: str, run_id: str) -> str:
+    keys = ("resumed here", "lease lost", "stopped here", "failed transiently", "run queue failed", "failed")
+    return "; ".join(sorted({k for k in keys if any(k in line and run_id in line for line in log.splitlines())}))
