@@ -113,11 +113,11 @@ async def _value(value: object) -> object:
 
 
 @contextmanager
-def web(url: str, tmp_path: Path) -> Iterator[tuple[Proc, str]]:
+def web(url: str, tmp_path: Path, **env: str) -> Iterator[tuple[Proc, str]]:
     """``veracity serve`` that only queues, streams and reads runs."""
     port = _free_port()
     args = ["serve", "--host", "127.0.0.1", "--port", str(port)]
-    with launched(args, url, tmp_path / "web.log", VERACITY_WORKER__EMBEDDED="false") as proc:
+    with launched(args, url, tmp_path / "web.log", VERACITY_WORKER__EMBEDDED="false", **env) as proc:
         yield proc, f"http://127.0.0.1:{port}"
 
 

@@ -13,10 +13,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db import runs_repo
+from veracity.db.failures import is_database_error
+from veracity.db.transient import first_line, is_transient
 from veracity.runs.journal import Journal
 from veracity.settings import Settings
 
@@ -102,5 +103,10 @@ class Leases:
                     swept = await self.recover_interrupted()
                     if swept:
                         logger.warning("took over %d run(s) whose process died: %s", len(swept), ", ".join(swept))
-            except SQLAlchemyError as exc:  # the database is away for a moment: try again next beat
-                logger.warning("run lease upkeep failed: %s", exc)
+            except Exception as exc:  # never let the upkeep die: it is what renews this process's runs and sweeps
+                # The database away for a moment arrives as SQLAlchemy's errors, but also as the socket's own
+                # (a refused connection is a bare ConnectionRefusedError from asyncpg's connect): try again next beat.
+                if is_transient(exc) or is_database_error(exc):
+                    logger.warning("run lease upkeep failed: %s", first_line(exc))
+                else:
+                    logger.exception("run lease upkeep failed")

@@ -11,7 +11,9 @@ needs from here (the web hands each request only those), not from the run servic
 vectors when the settings ask for them, runs whose process died taken over (resumed, ``runs/resume.py``), and the
 lease upkeep with its sweeps. On PostgreSQL it also sends the service's runs to the queue (``runs/queue.py``) and,
 unless ``VERACITY_WORKER__EMBEDDED=false``, runs a worker on it here; ``worker=True`` (``veracity worker``) always
-runs one. On SQLite there is no queue: the service executes runs where they start, as a command's does everywhere.
+runs one. A queue-only web process (``VERACITY_WORKER__EMBEDDED=false``) executes no run, so it takes none over
+either: the workers resume them. On SQLite there is no queue: the service executes runs where they start, as a
+command's does everywhere.
 The graph's checkpointer (``db/checkpoints.py``) lives as long as the runtime. The service is built on first use, so
 a command that never starts a run (``ingest``, ``search``) never builds the model clients.
 """
@@ -199,11 +201,15 @@ async def open_runtime(
                 await ensure_vectors(sessionmaker=runtime.sessionmaker, model=model, corpus="wiki")
         if serve:
             service = runtime.service
-            taken = await service.recover_interrupted()
-            if taken:
-                logger.warning("took over %d run(s) whose process died", len(taken))
-            service.start_upkeep()  # renew this process's runs; sweep for runs whose process died (resume them)
             service.queue = run_queue(settings)
+            # A queue-only web process (PostgreSQL, VERACITY_WORKER__EMBEDDED=false) executes no run, so it takes
+            # none over either: a run whose worker died is resumed by a worker (its sweep, or its job picked again).
+            executes = service.queue is None or worker or settings.worker.embedded
+            if executes:
+                taken = await service.recover_interrupted()
+                if taken:
+                    logger.warning("took over %d run(s) whose process died", len(taken))
+                service.start_upkeep()  # renew this process's runs; sweep for runs whose process died (resume them)
             if is_postgresql(settings.database.url) and (worker or settings.worker.embedded):
                 runtime.start_worker()
         yield runtime

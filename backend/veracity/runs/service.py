@@ -311,7 +311,7 @@ class RunService:
             logger.warning("run %s stopped here: %s", run_id, exc)
         except Exception as exc:  # the run's edge: any failure becomes a stored `error` event, never a lost run
             logger.exception("run %s failed", run_id)
-            reason = public_error(exc, where=f"run {run_id}")
+            reason = public_error(exc, where=f"run {run_id}", connection_is_database=True)
             await asyncio.shield(self.journal.fail(run_id, messages.RUN_FAILED.format(reason=reason)))
         finally:
             self.journal.release(run_id)  # the claim ends with the task, however it ended: nothing renews it now
