@@ -18,8 +18,7 @@ from sqlalchemy import func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import FetchCacheEntry, ResearchRun
-
-QUEUED_STATUSES = ("pending", "running")
+from veracity.db.runs_repo import ACTIVE
 
 
 async def probe_write(*, session: AsyncSession, timeout: float) -> None:
@@ -63,7 +62,7 @@ async def executors_seen(*, session: AsyncSession, since: datetime) -> list[str]
     rows = await session.execute(
         select(ResearchRun.owner)
         .where(
-            ResearchRun.status.in_(QUEUED_STATUSES),
+            ResearchRun.status.in_(ACTIVE),
             ResearchRun.owner.is_not(None),
             ResearchRun.updated_at >= since,
         )
@@ -75,10 +74,8 @@ async def executors_seen(*, session: AsyncSession, since: datetime) -> list[str]
 async def queue_depth(*, session: AsyncSession) -> dict[str, int]:
     """Runs waiting to start (``pending``) and being executed (``running``), across every process."""
     rows = await session.execute(
-        select(ResearchRun.status, func.count())
-        .where(ResearchRun.status.in_(QUEUED_STATUSES))
-        .group_by(ResearchRun.status)
+        select(ResearchRun.status, func.count()).where(ResearchRun.status.in_(ACTIVE)).group_by(ResearchRun.status)
     )
-    counts = {status: 0 for status in QUEUED_STATUSES}
+    counts = {status: 0 for status in ACTIVE}
     counts.update({status: int(n) for status, n in rows.all()})
     return counts

@@ -265,11 +265,12 @@ async def renew_leases(*, session: AsyncSession, fences: Sequence[Fence]) -> lis
 
 
 async def append_event(*, session: AsyncSession, run_id: str, name: str, payload: dict[str, Any]) -> RunEvent:
-    """Store an event with the next per-run sequence number (1, 2, …); the seq is also its SSE id."""
-    current = await session.scalar(select(func.max(RunEvent.seq)).where(RunEvent.run_id == run_id))
-    event = RunEvent(run_id=run_id, seq=(current or 0) + 1, name=name, payload=payload)
+    """Store an event with the next per-run sequence number (1, 2, …; the seq is also its SSE id) and announce it
+    to every process in the same transaction (``announce_event``): no event is stored unannounced."""
+    event = RunEvent(run_id=run_id, seq=await last_seq(session=session, run_id=run_id) + 1, name=name, payload=payload)
     session.add(event)
     await session.flush()
+    await announce_event(session=session, run_id=run_id, seq=event.seq)
     return event
 
 

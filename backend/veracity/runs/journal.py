@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -31,6 +32,7 @@ from veracity.runs.report import render_markdown
 from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Journal:
@@ -65,92 +67,90 @@ class Journal:
         """Whether the run's ending (artifact or failure) is being written here now."""
         return run_id in self._ending
 
-    async def emit(self, run_id: str, event: Event) -> None:
-        """Persist one event (fenced: ``LeaseLost`` when this process no longer holds the run), then wake its
-        readers. The fence's UPDATE renews the lease as well; ``keep_leases`` renews it between events."""
-        lock = self._locks.setdefault(run_id, asyncio.Lock())
-        payload = event.payload()
+    async def _write(
+        self,
+        what: str,
+        write: Callable[[AsyncSession], Awaitable[T]],
+        landed: Callable[[AsyncSession], Awaitable[bool]],
+    ) -> T | None:
+        """``write`` in one transaction, retried briefly on a transient database error. A retry first asks
+        ``landed`` whether the previous try's commit went through (only its acknowledgement was lost): then it
+        writes nothing and returns None, so nothing is stored twice."""
         tries = 0
 
-        async def write() -> int | None:
+        async def once() -> T | None:
             nonlocal tries
             tries += 1
             async with self.sessionmaker() as session, session.begin():
-                await runs_repo.hold(session=session, fence=self.fence(run_id))
-                if tries > 1 and await runs_repo.last_event_is(
-                    session=session, run_id=run_id, name=event.name, payload=payload
-                ):
-                    return None  # the first try's commit landed (and was announced); its acknowledgement was lost
-                stored = await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=payload)
-                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
-                return stored.seq
+                if tries > 1 and await landed(session):
+                    return None
+                return await write(session)
 
-        async with lock:
-            seq = await retry_transient(write, what=f"run {run_id} event {event.name}")
+        return await retry_transient(once, what=what)
+
+    async def emit(self, run_id: str, event: Event) -> None:
+        """Persist one event (fenced: ``LeaseLost`` when this process no longer holds the run), then wake its
+        readers. The fence's UPDATE renews the lease as well; ``keep_leases`` renews it between events."""
+        payload = event.payload()
+
+        async def write(session: AsyncSession) -> int:
+            await runs_repo.hold(session=session, fence=self.fence(run_id))
+            return (await runs_repo.append_event(session=session, run_id=run_id, name=event.name, payload=payload)).seq
+
+        async def landed(session: AsyncSession) -> bool:
+            return await runs_repo.last_event_is(session=session, run_id=run_id, name=event.name, payload=payload)
+
+        async with self._locks.setdefault(run_id, asyncio.Lock()):
+            seq = await self._write(f"run {run_id} event {event.name}", write, landed)
         self.feed.wake(run_id, seq)
         if self.settings.limits.event_delay_ms:
             await asyncio.sleep(self.settings.limits.event_delay_ms / 1000)
 
     async def audit(self, run_id: str, stage: str, attempt: int, payload: dict[str, Any]) -> None:
-        tries = 0
+        async def write(session: AsyncSession) -> None:
+            await runs_repo.hold(session=session, fence=self.fence(run_id))
+            await runs_repo.append_audit(session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload)
 
-        async def write() -> None:
-            nonlocal tries
-            tries += 1
-            async with self.sessionmaker() as session, session.begin():
-                await runs_repo.hold(session=session, fence=self.fence(run_id))
-                if tries > 1 and await runs_repo.last_audit_is(
-                    session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload
-                ):
-                    return  # the first try's commit landed; only its acknowledgement was lost
-                await runs_repo.append_audit(
-                    session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload
-                )
+        async def landed(session: AsyncSession) -> bool:
+            return await runs_repo.last_audit_is(
+                session=session, run_id=run_id, stage=stage, attempt=attempt, payload=payload
+            )
 
-        await retry_transient(write, what=f"run {run_id} audit {stage}")
+        await self._write(f"run {run_id} audit {stage}", write, landed)
 
     async def store(self, run_id: str, candidate: Report) -> None:
         """The artifact, the run's status and `complete`, in one fenced transaction."""
         self._ending.add(run_id)
-        lock = self._locks.setdefault(run_id, asyncio.Lock())
-        tries = 0
+        report = candidate.model_dump(mode="json")  # once: the artifact and the `complete` event carry the same
+        markdown = render_markdown(candidate)
 
-        async def write() -> int | None:
-            nonlocal tries
-            tries += 1
-            async with self.sessionmaker() as session, session.begin():
-                if tries > 1 and await self._ended(session, run_id, "done"):
-                    return None  # the first try's commit landed; only its acknowledgement was lost
-                fence = self.fence(run_id)
-                await runs_repo.hold(session=session, fence=fence)
-                artifact = await runs_repo.add_artifact_version(
-                    session=session,
-                    run_id=run_id,
-                    report=candidate.model_dump(mode="json"),
-                    markdown=render_markdown(candidate),
-                )
-                await runs_repo.set_run_status(
-                    session=session,
-                    run_id=run_id,
-                    status="done",
-                    outcome=candidate.outcome,
-                    metrics=dict(candidate.metrics),
-                    fence=fence,
-                )
-                complete = Complete(
-                    outcome=candidate.outcome,
-                    version=artifact.version,
-                    report=candidate.model_dump(mode="json"),
-                    metrics=candidate.metrics,
-                )
-                stored = await runs_repo.append_event(
+        async def write(session: AsyncSession) -> int:
+            fence = self.fence(run_id)
+            await runs_repo.hold(session=session, fence=fence)
+            artifact = await runs_repo.add_artifact_version(
+                session=session, run_id=run_id, report=report, markdown=markdown
+            )
+            await runs_repo.set_run_status(
+                session=session,
+                run_id=run_id,
+                status="done",
+                outcome=candidate.outcome,
+                metrics=dict(candidate.metrics),
+                fence=fence,
+            )
+            complete = Complete(
+                outcome=candidate.outcome, version=artifact.version, report=report, metrics=candidate.metrics
+            )
+            return (
+                await runs_repo.append_event(
                     session=session, run_id=run_id, name=complete.name, payload=complete.payload()
                 )
-                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
-                return stored.seq
+            ).seq
 
-        async with lock:
-            seq = await retry_transient(write, what=f"run {run_id} artifact")
+        async with self._locks.setdefault(run_id, asyncio.Lock()):
+            seq = await self._write(
+                f"run {run_id} artifact", write, lambda session: self._ended(session, run_id, "done")
+            )
         self.feed.wake(run_id, seq)
         self.release(run_id)
 
@@ -159,28 +159,21 @@ class Journal:
         sentence), ``detail`` what a reader needs to understand it. Fenced: when the claim was lost (a sweep
         already ended the run) nothing is written and False is returned."""
         self._ending.add(run_id)
-        lock = self._locks.setdefault(run_id, asyncio.Lock())
         failed = RunFailed(message=message, detail=detail or None)
-        tries = 0
 
-        async def write() -> int | None:
-            nonlocal tries
-            tries += 1
-            async with self.sessionmaker() as session, session.begin():
-                if tries > 1 and await self._ended(session, run_id, "failed"):
-                    return None  # the first try's commit landed; only its acknowledgement was lost
-                await runs_repo.set_run_status(
-                    session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
-                )
-                stored = await runs_repo.append_event(
-                    session=session, run_id=run_id, name=failed.name, payload=failed.payload()
-                )
-                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
-                return stored.seq
+        async def write(session: AsyncSession) -> int:
+            await runs_repo.set_run_status(
+                session=session, run_id=run_id, status="failed", error=message, fence=self.fence(run_id)
+            )
+            return (
+                await runs_repo.append_event(session=session, run_id=run_id, name=failed.name, payload=failed.payload())
+            ).seq
 
         try:
-            async with lock:
-                seq = await retry_transient(write, what=f"run {run_id} failure")
+            async with self._locks.setdefault(run_id, asyncio.Lock()):
+                seq = await self._write(
+                    f"run {run_id} failure", write, lambda session: self._ended(session, run_id, "failed")
+                )
         except LeaseLost:
             logger.warning("run %s: not failed from here, this process no longer holds it", run_id)
             return False
@@ -203,10 +196,9 @@ class Journal:
             if run.owner is None and await runs_repo.end_unclaimed(
                 session=session, run_id=run_id, error=messages.RUN_CANCELLED
             ):
-                stored = await runs_repo.append_event(
+                await runs_repo.append_event(
                     session=session, run_id=run_id, name=cancelled.name, payload=cancelled.payload()
                 )
-                await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
         self.feed.wake(run_id)
         return run
 
@@ -236,6 +228,5 @@ class Journal:
             stored = await runs_repo.append_event(
                 session=session, run_id=run_id, name=failed.name, payload=failed.payload()
             )
-            await runs_repo.announce_event(session=session, run_id=run_id, seq=stored.seq)
         self.feed.wake(run_id, stored.seq)
         return True
