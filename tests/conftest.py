@@ -63,6 +63,15 @@ SMALL_CORPUS = [
 ]
 
 
+TEST_CSRF = "csrf-secret-of-the-test-browser-0123456789"
+"""The CSRF cookie ``client_for``'s clients hold; a form posted by them carries it as ``csrf_token``."""
+
+
+def form(**fields: str) -> dict[str, str]:
+    """A page form's fields as the page sends them: with the CSRF field."""
+    return {**fields, "csrf_token": TEST_CSRF}
+
+
 def sqlite_url(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path}"
 
@@ -197,6 +206,7 @@ async def client_for() -> AsyncIterator[object]:
         ctx = app.router.lifespan_context(app)
         await ctx.__aenter__()
         client = AsyncClient(transport=ASGITransport(app=app), base_url="http://testserver")
+        client.cookies.set("veracity_csrf", TEST_CSRF)  # what a browser holds after opening any page
         client.app = app  # type: ignore[attr-defined]
         stack.append((ctx, client))
         return client

@@ -12,7 +12,7 @@ import pytest
 from httpx_sse import aconnect_sse
 from sqlalchemy import func, select
 
-from conftest import make_settings
+from conftest import form, make_settings
 from veracity.db.engine import make_engine
 from veracity.db.models import ResearchRun, RunEvent
 from veracity.db.runs_repo import Fence
@@ -203,7 +203,7 @@ async def test_malformed_last_event_id_is_refused(client_for, small_db_url, valu
 async def test_form_post_with_empty_question_rerenders_home_with_message(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
     before = await counts(small_db_url)
-    response = await client.post("/runs", data={"question": "   ", "template": "market_brief", "corpus": "small"})
+    response = await client.post("/runs", data=form(question="   ", template="market_brief", corpus="small"))
     assert response.status_code == 422
     assert "The question is empty. Type what you want researched." in response.text
     assert await counts(small_db_url) == before
@@ -212,7 +212,7 @@ async def test_form_post_with_empty_question_rerenders_home_with_message(client_
 async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
     response = await client.post(
-        "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
+        "/runs", data=form(question="coffee market", template="market_brief", corpus="small")
     )
     assert response.status_code == 303
     run_id = response.headers["location"].rsplit("/", 1)[1]
@@ -229,7 +229,7 @@ async def test_run_page_states_a_template_and_corpus_that_do_not_belong_together
     client = await client_for(make_settings(small_db_url))
 
     async def note(question: str, template: str, corpus: str) -> str | None:
-        response = await client.post("/runs", data={"question": question, "template": template, "corpus": corpus})
+        response = await client.post("/runs", data=form(question=question, template=template, corpus=corpus))
         assert response.status_code == 303, response.text
         run_id = response.headers["location"].rsplit("/", 1)[1]
         await client.app.state.service.wait(run_id)
@@ -249,7 +249,7 @@ async def test_run_page_states_a_template_and_corpus_that_do_not_belong_together
 async def test_exports_and_versions_over_http(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
     response = await client.post(
-        "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
+        "/runs", data=form(question="coffee market", template="market_brief", corpus="small")
     )
     run_id = response.headers["location"].rsplit("/", 1)[1]
     await client.app.state.service.wait(run_id)
@@ -348,7 +348,7 @@ async def test_a_second_process_leaves_a_live_processs_runs_alone_and_sweeps_a_d
 
     # This process's own runs keep their lease while they run, however long the lease is outlived.
     response = await client.post(
-        "/runs", data={"question": "coffee market", "template": "market_brief", "corpus": "small"}
+        "/runs", data=form(question="coffee market", template="market_brief", corpus="small")
     )
     own = response.headers["location"].rsplit("/", 1)[1]
     # Nobody renews run b: once its lease lapses (~4.5 s) the sweep (every lease) takes it over, bounded here.

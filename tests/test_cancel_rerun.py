@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser
 
-from conftest import SMALL_CORPUS, load_docs, make_settings
+from conftest import SMALL_CORPUS, form, load_docs, make_settings
 from test_api import collect
 from test_browser import EVENT_DELAY_MS, new_page, serve
 from veracity import messages
@@ -25,7 +25,7 @@ QUESTION = {"question": "coffee production and the coffee market", "template": "
 
 
 async def _start(client: Any) -> str:
-    response = await client.post("/runs", data=QUESTION)
+    response = await client.post("/runs", data=form(**QUESTION))
     assert response.status_code == 303
     return str(response.headers["location"].rsplit("/", 1)[1])
 

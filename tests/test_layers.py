@@ -38,8 +38,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "search corpus",
         "compose",
         "graph",
-        "runs",
-        "web cli evals progress",
+        "runs accounts",
+        "web cli cli_accounts evals progress",
     )
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}

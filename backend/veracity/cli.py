@@ -49,6 +49,26 @@ def _runtime(settings: Settings) -> AbstractAsyncContextManager[Runtime]:
     return open_runtime(settings)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is reachable from this machine only."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def _accounts(args: argparse.Namespace, settings: Settings) -> int:
+    from veracity import cli_accounts
+    from veracity.db.migrate import upgrade
+
+    await asyncio.to_thread(upgrade, settings.database.url)
+    return await cli_accounts.run(args, settings)
+
+
 # ---- commands --------------------------------------------------------------------------------------
 
 
@@ -59,6 +79,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     host = args.host or settings.server.host
     port = args.port or settings.server.port
+    if not settings.auth.enabled and not is_loopback(host):
+        _err(messages.NOT_LOOPBACK.format(host=host))
+        return EXIT_BAD_INPUT
     print(f"Veracity is serving on http://{host}:{port}/", flush=True)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level.lower())
     return 0
@@ -496,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true")
     _progress_option(p)
+    from veracity.cli_accounts import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -519,6 +545,9 @@ COMMANDS = {
     "search": _search,
     "ask": _ask,
     "worker": _worker,
+    "user": _accounts,
+    "token": _accounts,
+    "security-log": _accounts,
 }
 
 

@@ -93,3 +93,28 @@ class TruncatedOutput(MalformedOutput):
             raw,
         )
         self.max_tokens = max_tokens
+
+
+class Unauthorized(VeracityError):
+    """No valid sign-in or API token where one is needed (pages redirect to /signin instead)."""
+
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(VeracityError):
+    """Signed in, but not allowed (an admin's act; a cross-origin or CSRF-less state change)."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class TooMany(VeracityError):
+    """A per-user limit was reached; ``retry_after``: seconds until it frees up (the Retry-After header)."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)

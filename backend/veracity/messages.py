@@ -47,3 +47,37 @@ UNEXPECTED_FAILURE = "an unexpected error (the details are in the server log)"
 REQUEST_FAILED = "The server could not answer this request: {reason}."
 DATABASE_UNWRITABLE = "the database could not be written to: {reason}"
 DATABASE_NO_ANSWER = "no answer within {seconds:g} s"
+
+# Accounts, privacy and limits
+USERNAME_INVALID = "A user name is 2–64 characters: letters, digits and . _ @ - (starting with a letter or digit)."
+PASSWORD_LENGTH = "A password is {low}–{high} characters long."
+PASSWORD_WEAK = "That password is too simple: use at least four different characters."
+USERNAME_TAKEN = "The user name '{username}' is taken."
+SIGNIN_FAILED = "That user name and password do not match an account."
+SIGNIN_NEEDED = (
+    "Sign in first: this server has accounts (a browser signs in at /signin; scripts send an API token as "
+    "'Authorization: Bearer …')."
+)
+SIGNUP_CLOSED = "New accounts are made by an admin here (`veracity user add NAME`); ask yours."
+TOKEN_NAME_EMPTY = "Give the token a name, e.g. the script that will use it."
+TOKEN_NEEDS_ACCOUNT = (
+    "API tokens belong to accounts; this server runs in single-user mode (no accounts), where the API needs none."
+)
+TOKEN_UNKNOWN = "No live API token with ID {token_id} of yours."
+TOKEN_INVALID = "That API token is unknown or revoked."
+ADMIN_ONLY = "Only an admin may do that."
+CROSS_ORIGIN = "Refused: this request came from another site ({origin}). Use Veracity's own pages, or an API token."
+CSRF_MISSING = "This form has expired or did not come from Veracity's own page. Reload the page and try again."
+RUNS_PER_MINUTE = "You started {count} runs in the last minute (the limit is {limit}). Try again in {wait} s."
+RUNS_AT_ONCE = "You have {count} runs queued or running (the limit is {limit}); wait for one to finish or cancel one."
+STREAMS_AT_ONCE = "You have {count} live views open on this server (the limit is {limit}); close some tabs."
+BODY_TOO_LARGE = "The request body is larger than this server accepts ({limit:,} bytes)."
+HEADERS_TOO_LARGE = "The request's headers are larger or more numerous than this server accepts."
+RUN_STILL_ACTIVE = "Run '{run_id}' is still {status}; cancel it (and let it stop) before deleting it."
+NOT_LOOPBACK = (
+    "Refusing to listen on {host}: without accounts anyone who can reach it could read and start every run. "
+    "Turn accounts on (VERACITY_AUTH__ENABLED=true) and make an admin (`veracity user add NAME --admin`), "
+    "or listen on 127.0.0.1."
+)
+PASSWORDS_DIFFER = "The two passwords differ; type the same password twice."
+USER_UNKNOWN = "No account named '{username}'."

@@ -107,6 +107,28 @@ class LimitSettings(BaseModel):
         description="How many times a run whose executing process died may be resumed by another; a run that dies "
         "once more is failed, saying why. 0 = never resume (fail it at once).",
     )
+    max_body_bytes: int = Field(
+        default=1_000_000, ge=1_000, description="Largest request body accepted (413 beyond; uploads have their own)."
+    )
+    max_header_bytes: int = Field(
+        default=16_384, ge=1_024, description="Largest total size of a request's headers (431 beyond)."
+    )
+    max_headers: int = Field(
+        default=100, ge=10, le=10_000, description="Most headers one request may carry (431 beyond)."
+    )
+    runs_per_minute: int = Field(
+        default=20, ge=1, le=100_000, description="Runs one user may start in any minute (429 with Retry-After beyond)."
+    )
+    concurrent_runs: int = Field(
+        default=6, ge=1, le=10_000, description="Runs one user may have queued or running at once (429 beyond)."
+    )
+    streams_per_user: int = Field(
+        default=50,
+        ge=1,
+        le=100_000,
+        description="Event streams (run pages' live views, API streams) one user may hold open on one web process "
+        "(429 beyond).",
+    )
     feed_poll_seconds: float = Field(
         default=5.0,
         gt=0,
@@ -303,6 +325,33 @@ class ModelSettings(BaseModel):
         return optional_http_url(value, "model base_url")
 
 
+class AuthSettings(BaseModel):
+    enabled: bool = Field(
+        default=False,
+        description="Accounts: sign-in for the pages, `Authorization: Bearer` API tokens for scripts, each run private "
+        "to its user (admins see all). false = single-user mode, no sign-in, allowed only while `serve` listens on a "
+        "loopback address; `serve` on any other address refuses to start without it.",
+    )
+    open_signup: bool = Field(
+        default=False,
+        description="Anyone who can reach the server may create an account on /signup. false: only the first account "
+        "(it becomes the admin) signs up there; later ones are made by an admin (`veracity user add`).",
+    )
+    session_hours: float = Field(
+        default=336.0, gt=0, le=24 * 365, description="How long a sign-in lasts (its cookie and its stored session)."
+    )
+    secure_cookies: bool | None = Field(
+        default=None,
+        description="Mark the session and CSRF cookies Secure (sent over HTTPS only). Unset: when the request came "
+        "over HTTPS (directly or as the proxy's X-Forwarded-Proto says).",
+    )
+    trusted_origins: str = Field(
+        default="",
+        description="Comma-separated origins (https://desk.example.org) besides the server's own allowed to send "
+        "state-changing requests from a browser; CORS stays closed either way.",
+    )
+
+
 class WorkerSettings(BaseModel):
     embedded: bool = Field(
         default=True,
@@ -345,6 +394,7 @@ class Settings(BaseSettings):
     model: ModelSettings = Field(default_factory=ModelSettings)
     semantic: SemanticSettings = Field(default_factory=SemanticSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
     log_level: str = Field(default="INFO", description="Python logging level for the server and CLI.")
 
     @field_validator("log_level")

@@ -67,6 +67,8 @@ class ResearchRun(Base):
     """The run this one re-runs (same question, template and corpus), when it is a re-run."""
     resumes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """How many times another process took the run over after its executor died (bounded by ``max_resumes``)."""
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True, index=True)
+    """Whose run it is (only they and admins see it); None: started in single-user mode or from the CLI."""
 
 
 class RunEvent(Base):
@@ -171,3 +173,58 @@ class FetchCacheEntry(Base):
     extract_schema_version: Mapped[int] = mapped_column(Integer)
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class User(Base):
+    """An account. Passwords are stored as argon2 hashes (pwdlib); the first account is the admin."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(Text)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserSession(Base):
+    """A browser sign-in. The cookie holds a random token; only its SHA-256 is stored, so a leaked table signs no
+    one in. Signing out deletes the row."""
+
+    __tablename__ = "user_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class ApiToken(Base):
+    """A token for the HTTP API (``Authorization: Bearer vrc_…``), shown once when made; stored as its SHA-256."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    """The token's first characters, to tell tokens apart in lists (not enough to use it)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SecurityEvent(Base):
+    """The security log: sign-ins (and failures), sign-outs, token made/used/revoked, deletions, admin actions —
+    who, what, when and from where, never a password or a token."""
+
+    __tablename__ = "security_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(String(160), default="")
+    client: Mapped[str] = mapped_column(String(64), default="")
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, and_, case, exists, func, not_, select, text, update
+from sqlalchemy import CursorResult, and_, case, delete, exists, func, not_, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
@@ -66,8 +66,10 @@ async def create_run(
     budgets: dict[str, Any],
     owner: str | None = None,
     rerun_of: str | None = None,
+    user_id: int | None = None,
 ) -> ResearchRun:
-    """A pending run; with ``owner``, already claimed by it (generation 1)."""
+    """A pending run (``user_id``: whose; None in single-user mode); with ``owner``, already claimed by it
+    (generation 1)."""
     run = ResearchRun(
         id=run_id,
         template_id=template_id,
@@ -79,6 +81,7 @@ async def create_run(
         owner=owner,
         lease_generation=1 if owner else 0,
         rerun_of=rerun_of,
+        user_id=user_id,
     )
     session.add(run)
     await session.flush()
@@ -203,9 +206,77 @@ async def has_event(*, session: AsyncSession, run_id: str, name: str) -> bool:
     return bool(found)
 
 
-async def recent_runs(*, session: AsyncSession, limit: int = 20) -> Sequence[ResearchRun]:
-    result = await session.execute(select(ResearchRun).order_by(ResearchRun.created_at.desc()).limit(limit))
+@dataclass(frozen=True)
+class Visibility:
+    """Whose runs a reader may see: everyone's (``every``: an admin, or single-user mode) or ``user_id``'s."""
+
+    user_id: int | None
+    every: bool
+
+    def allows(self, run: ResearchRun) -> bool:
+        return self.every or (run.user_id is not None and run.user_id == self.user_id)
+
+    def clause(self) -> Any:
+        return true() if self.every else ResearchRun.user_id == self.user_id
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+async def recent_runs(
+    *,
+    session: AsyncSession,
+    limit: int = 20,
+    visible: Visibility | None = None,
+    query: str = "",
+    offset: int = 0,
+) -> Sequence[ResearchRun]:
+    """Runs newest first: those ``visible`` to the reader (all without), whose question contains ``query`` (any
+    case), a page of ``limit`` from ``offset``."""
+    statement = select(ResearchRun)
+    if visible is not None:
+        statement = statement.where(visible.clause())
+    if query:
+        pattern = f"%{_escape_like(query.lower())}%"
+        statement = statement.where(func.lower(ResearchRun.question).like(pattern, escape="\\"))
+    statement = statement.order_by(ResearchRun.created_at.desc(), ResearchRun.id).offset(offset).limit(limit)
+    result = await session.execute(statement)
     return result.scalars().all()
+
+
+async def started_since(*, session: AsyncSession, user_id: int | None, since: datetime) -> list[datetime]:
+    """When the runs ``user_id`` started since ``since`` were created, oldest first (for the per-minute limit)."""
+    owner = ResearchRun.user_id.is_(None) if user_id is None else ResearchRun.user_id == user_id
+    result = await session.execute(
+        select(ResearchRun.created_at).where(owner, ResearchRun.created_at >= since).order_by(ResearchRun.created_at)
+    )
+    return list(result.scalars().all())
+
+
+async def active_count(*, session: AsyncSession, user_id: int | None) -> int:
+    """How many of ``user_id``'s runs are queued or running."""
+    owner = ResearchRun.user_id.is_(None) if user_id is None else ResearchRun.user_id == user_id
+    count = await session.scalar(
+        select(func.count()).select_from(ResearchRun).where(owner, ResearchRun.status.in_(ACTIVE))
+    )
+    return int(count or 0)
+
+
+async def delete_run(*, session: AsyncSession, run_id: str) -> bool:
+    """Delete a finished run with its events, audit trail and artifact versions (True when it was deleted). An
+    active run is kept (False): cancel it first."""
+    for table in (RunEvent, AuditEntry, ArtifactVersion):
+        await session.execute(
+            delete(table).where(
+                table.run_id == run_id,
+                exists().where(ResearchRun.id == run_id, ResearchRun.status.not_in(ACTIVE)),
+            )
+        )
+    result = await session.execute(
+        delete(ResearchRun).where(ResearchRun.id == run_id, ResearchRun.status.not_in(ACTIVE))
+    )
+    return _rows(result) == 1
 
 
 async def runs_of_question(

@@ -131,10 +131,11 @@ class RunService:
         corpus: str | None = None,
         providers: Providers | None = None,
         rerun_of: str | None = None,
+        user_id: int | None = None,
     ) -> str:
-        """Validate and persist the run (``rerun_of``: the run it re-runs), then queue it for a worker (with
-        ``queue``; not a run given its own ``providers``, which exist only here) or start executing it here in the
-        background. Returns the run ID."""
+        """Validate and persist the run (``rerun_of``: the run it re-runs; ``user_id``: whose run it is), then
+        queue it for a worker (with ``queue``; not a run given its own ``providers``, which exist only here) or start
+        executing it here in the background. Returns the run ID."""
         started = time.perf_counter()
         question, spec, corpus = await validate_request(
             question=question,
@@ -157,6 +158,7 @@ class RunService:
                 budgets=spec.budgets.model_dump(),
                 owner=None if queue else self.owner,  # a queued run is claimed by the worker that takes it
                 rerun_of=rerun_of,
+                user_id=user_id,
             )
             if queue:
                 await queue.enqueue(session=session, run_id=run_id)
@@ -194,13 +196,15 @@ class RunService:
         """Ask a run to stop, whichever process executes it (``Journal.cancel``)."""
         return await self.journal.cancel(run_id)
 
-    async def rerun(self, run_id: str) -> str:
-        """A new run of ``run_id``'s question, template and corpus, linked to it; the new run's ID."""
+    async def rerun(self, run_id: str, user_id: int | None = None) -> str:
+        """A new run of ``run_id``'s question, template and corpus, linked to it (``user_id``'s); its ID."""
         async with self.sessionmaker() as session:
             run = await runs_repo.get_run(session=session, run_id=run_id)
         if run is None:
             raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-        return await self.start(question=run.question, template=run.template_id, corpus=run.corpus, rerun_of=run_id)
+        return await self.start(
+            question=run.question, template=run.template_id, corpus=run.corpus, rerun_of=run_id, user_id=user_id
+        )
 
     async def wait(self, run_id: str) -> None:
         task = self._tasks.get(run_id)

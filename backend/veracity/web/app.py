@@ -5,21 +5,24 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from veracity import __version__
-from veracity.errors import VeracityError
+from veracity.errors import TooMany, Unauthorized, VeracityError
 from veracity.fetch.canonical import host_of, link_url
 from veracity.runs.floor import fallback_kind
 from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
-from veracity.web import api, pages
+from veracity.web import account_pages, api, docs, pages
+from veracity.web.auth import SameOrigin, csrf_token
 from veracity.web.errors import ServerErrors, error_response, wants_html
+from veracity.web.limits import RequestLimits, StreamSlots
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
 from veracity.web.view import age, report_reference_numbers
@@ -46,23 +49,42 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             app.state.graph_shape = graph_shape(runtime.graph)
             yield
 
-    app = FastAPI(title="Veracity", version=__version__, lifespan=lifespan)
+    # The API's docs are routes of their own (web/docs.py): behind sign-in once there are accounts.
+    app = FastAPI(
+        title="Veracity", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    app.state.streams = StreamSlots(settings.limits.streams_per_user)
     templates = Jinja2Templates(directory=str(FRONTEND / "templates"))
     templates.env.filters["host"] = host_of
     templates.env.filters["refnumbers"] = report_reference_numbers
     templates.env.filters["age"] = age
     templates.env.filters["link_url"] = link_url
     templates.env.filters["fallback_kind"] = fallback_kind
+    templates.env.globals["csrf_token"] = csrf_token
+    templates.env.globals["accounts_on"] = settings.auth.enabled
     app.state.templates = templates
+    # Outermost last: limits first, then the cross-site check (and the CSRF cookie), then headers, then 500s.
     app.add_middleware(ServerErrors, templates=templates)  # inside SecurityHeaders: a 500 page gets them too
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(SameOrigin, settings=settings)
+    app.add_middleware(RequestLimits, limits=settings.limits)
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(account_pages.router)
+    app.include_router(docs.router)
 
     @app.exception_handler(VeracityError)
     async def _veracity_error(request: Request, exc: VeracityError) -> Response:
-        return error_response(request, templates, status=exc.status_code, code=exc.code, message=exc.message)
+        if isinstance(exc, Unauthorized) and wants_html(request):
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/signin?next={quote(target, safe='')}", status_code=303)
+        response = error_response(request, templates, status=exc.status_code, code=exc.code, message=exc.message)
+        if isinstance(exc, TooMany):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, Unauthorized):
+            response.headers["WWW-Authenticate"] = "Bearer"
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> Response:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.models import ArtifactVersion, ResearchRun
+from veracity.db.runs_repo import Visibility
 from veracity.errors import BadInput, NotFound
 from veracity.runs.service import RUN_ID_LEN
 
@@ -30,10 +31,11 @@ def parse_last_event_id(value: str | None) -> int:
     return int(value)
 
 
-async def run_or_404(session: AsyncSession, run_id: str) -> ResearchRun:
+async def run_or_404(session: AsyncSession, run_id: str, visible: Visibility) -> ResearchRun:
+    """The run, when the reader may see it; another user's run is as unknown as one that never existed."""
     check_run_id(run_id)
     run = await runs_repo.get_run(session=session, run_id=run_id)
-    if run is None:
+    if run is None or not visible.allows(run):
         raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
     return run
 

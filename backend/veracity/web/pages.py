@@ -8,15 +8,18 @@ from fastapi import APIRouter, Form, Header, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 
+from veracity.accounts import Principal
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import corpus_repo, runs_repo
 from veracity.domain import Report
-from veracity.errors import BadInput, Conflict, NotFound
+from veracity.errors import BadInput, Conflict, NotFound, TooMany
 from veracity.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
 from veracity.runs.report import export_json, render_markdown
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
+from veracity.web.api import delete_run
+from veracity.web.auth import CsrfDep, SignedInDep
 from veracity.web.deps import (
     RegistryDep,
     ServiceDep,
@@ -26,11 +29,13 @@ from veracity.web.deps import (
     ShapeDep,
     TemplatesDep,
 )
+from veracity.web.limits import StreamSlots, check_run_quota
 from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.topology import layout
 
 router = APIRouter()
+PER_PAGE = 20
 
 
 async def _home(
@@ -39,19 +44,27 @@ async def _home(
     registry: RegistryDep,
     settings: SettingsDep,
     session: SessionDep,
+    who: Principal,
     *,
     error: str | None = None,
     form: dict[str, Any] | None = None,
     status_code: int = 200,
+    query: str = "",
+    page: int = 1,
 ) -> HTMLResponse:
-    runs = await runs_repo.recent_runs(session=session, limit=20)
+    runs = await runs_repo.recent_runs(
+        session=session, visible=who.visibility, query=query, offset=(page - 1) * PER_PAGE, limit=PER_PAGE + 1
+    )
     corpora = await corpus_repo.corpus_counts(session=session)
     return templates.TemplateResponse(
         request,
         "pages/home.html",
         {
             "specs": registry.all(),
-            "runs": runs,
+            "runs": runs[:PER_PAGE],
+            "more_runs": len(runs) > PER_PAGE,
+            "query": query,
+            "page": page,
             "corpora": corpora,
             "error": error,
             "form": form or {},
@@ -64,12 +77,19 @@ async def _home(
 
 @router.get("/", response_class=HTMLResponse)
 async def home(
-    request: Request, templates: TemplatesDep, registry: RegistryDep, settings: SettingsDep, session: SessionDep
+    request: Request,
+    templates: TemplatesDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
+    session: SessionDep,
+    who: SignedInDep,
+    q: Annotated[str, Query(max_length=200)] = "",
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> HTMLResponse:
-    return await _home(request, templates, registry, settings, session)
+    return await _home(request, templates, registry, settings, session, who, query=q.strip(), page=page)
 
 
-@router.post("/runs", response_model=None)
+@router.post("/runs", response_model=None, dependencies=[CsrfDep])
 async def start_run(
     request: Request,
     templates: TemplatesDep,
@@ -77,17 +97,31 @@ async def start_run(
     registry: RegistryDep,
     settings: SettingsDep,
     session: SessionDep,
+    sessionmaker: SessionmakerDep,
+    who: SignedInDep,
     question: Annotated[str, Form()] = "",
     template: Annotated[str, Form()] = "answer",
     corpus: Annotated[str, Form()] = "",
 ) -> Response:
+    form = {"question": question, "template": template, "corpus": corpus}
     try:
-        run_id = await service.start(question=question, template=template, corpus=corpus or None)
-    except BadInput as exc:
-        form = {"question": question, "template": template, "corpus": corpus}
-        return await _home(
-            request, templates, registry, settings, session, error=exc.message, form=form, status_code=422
+        await check_run_quota(sessionmaker, who, settings.limits)
+        run_id = await service.start(question=question, template=template, corpus=corpus or None, user_id=who.user_id)
+    except (BadInput, TooMany) as exc:
+        response = await _home(
+            request,
+            templates,
+            registry,
+            settings,
+            session,
+            who,
+            error=exc.message,
+            form=form,
+            status_code=exc.status_code,
         )
+        if isinstance(exc, TooMany):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
@@ -98,21 +132,22 @@ async def open_run(
     registry: RegistryDep,
     settings: SettingsDep,
     session: SessionDep,
+    who: SignedInDep,
     run_id: str = "",
 ) -> Response:
     run_id = run_id.strip().lower()
     try:
-        await run_or_404(session, run_id)
+        await run_or_404(session, run_id, who.visibility)
     except NotFound as exc:
-        return await _home(request, templates, registry, settings, session, error=exc.message, status_code=404)
+        return await _home(request, templates, registry, settings, session, who, error=exc.message, status_code=404)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.post("/runs/{run_id}/cancel", response_model=None)
-async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep) -> Response:
+@router.post("/runs/{run_id}/cancel", response_model=None, dependencies=[CsrfDep])
+async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep, who: SignedInDep) -> Response:
     """The run page's Cancel button (a plain form: no JavaScript needed); back to the page, which shows the run
     stopping (or, if it finished meanwhile, how it ended)."""
-    await run_or_404(session, run_id)
+    await run_or_404(session, run_id, who.visibility)
     await session.close()
     try:
         await service.cancel(run_id)
@@ -121,12 +156,35 @@ async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep) -> R
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.post("/runs/{run_id}/rerun", response_model=None)
-async def rerun_run(run_id: str, service: ServiceDep, session: SessionDep) -> Response:
+@router.post("/runs/{run_id}/rerun", response_model=None, dependencies=[CsrfDep])
+async def rerun_run(
+    run_id: str,
+    service: ServiceDep,
+    session: SessionDep,
+    sessionmaker: SessionmakerDep,
+    settings: SettingsDep,
+    who: SignedInDep,
+) -> Response:
     """The run page's Re-run button: a new run of the same question, template and corpus, linked to this one."""
-    await run_or_404(session, run_id)
+    await run_or_404(session, run_id, who.visibility)
     await session.close()
-    return RedirectResponse(f"/runs/{await service.rerun(run_id)}", status_code=303)
+    await check_run_quota(sessionmaker, who, settings.limits)
+    return RedirectResponse(f"/runs/{await service.rerun(run_id, user_id=who.user_id)}", status_code=303)
+
+
+@router.get("/runs/{run_id}/delete", response_class=HTMLResponse)
+async def delete_confirm(
+    request: Request, run_id: str, templates: TemplatesDep, session: SessionDep, who: SignedInDep
+) -> HTMLResponse:
+    """Asks before deleting: the run's question, what goes with it, and the button that does it."""
+    run = await run_or_404(session, run_id, who.visibility)
+    return templates.TemplateResponse(request, "pages/delete.html", {"run": run, "attribution": ATTRIBUTION})
+
+
+@router.post("/runs/{run_id}/delete", response_model=None, dependencies=[CsrfDep])
+async def delete_run_page(request: Request, run_id: str, session: SessionDep, who: SignedInDep) -> Response:
+    await delete_run(request, session, run_id, who)
+    return RedirectResponse("/?deleted=1", status_code=303)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -138,9 +196,10 @@ async def run_page(
     shape: ShapeDep,
     registry: RegistryDep,
     settings: SettingsDep,
+    who: SignedInDep,
     version: Annotated[int | None, Query(ge=1, description="An artifact version; the latest if omitted.")] = None,
 ) -> HTMLResponse:
-    run = await run_or_404(session, run_id)
+    run = await run_or_404(session, run_id, who.visibility)
     events = list(await runs_repo.events_after(session=session, run_id=run_id))
     view = reduce_events(run_id, events)
     if not events and run.status == "pending":
@@ -154,9 +213,13 @@ async def run_page(
         view.report, view.version, latest_version = chosen.report, chosen.version, versions[-1].version
     audit = await runs_repo.audit_trail(session=session, run_id=run_id)
     spec = _spec_or_none(registry, run.template_id)
-    same_question = await runs_repo.runs_of_question(
-        session=session, question=run.question, template_id=run.template_id, exclude=run_id, limit=10
-    )
+    same_question = [
+        r
+        for r in await runs_repo.runs_of_question(
+            session=session, question=run.question, template_id=run.template_id, exclude=run_id, limit=10
+        )
+        if who.visibility.allows(r)
+    ]
     return templates.TemplateResponse(
         request,
         "pages/run.html",
@@ -205,11 +268,11 @@ def _spec_or_none(registry: SpecRegistry, template_id: str) -> Spec | None:
 
 
 async def _export(
-    request: Request, session: Any, run_id: str, version: int | None, suffix: str
+    request: Request, session: Any, run_id: str, version: int | None, suffix: str, who: Principal
 ) -> tuple[Report, int, str, dict[str, str]]:
     """What both downloads need: the report of the version asked for, its number, its permalink, and the
     attachment header naming the file ``veracity-<run id prefix>-v<version>.<suffix>``."""
-    run = await run_or_404(session, run_id)
+    run = await run_or_404(session, run_id, who.visibility)
     artifact = version_or_404(run, await runs_repo.artifact_versions(session=session, run_id=run_id), version)
     permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
     filename = f"veracity-{run_id[:12]}-v{artifact.version}.{suffix}"
@@ -222,10 +285,11 @@ async def export_markdown(
     request: Request,
     run_id: str,
     session: SessionDep,
+    who: SignedInDep,
     version: Annotated[int | None, Query(ge=1)] = None,
 ) -> PlainTextResponse:
     """The report as Markdown, anchors resolved to numbered references with their quotes and links."""
-    report, number, permalink, headers = await _export(request, session, run_id, version, "md")
+    report, number, permalink, headers = await _export(request, session, run_id, version, "md", who)
     body = render_markdown(report, version=number, permalink=permalink)
     return PlainTextResponse(body, media_type="text/markdown; charset=utf-8", headers=headers)
 
@@ -235,10 +299,11 @@ async def export_report_json(
     request: Request,
     run_id: str,
     session: SessionDep,
+    who: SignedInDep,
     version: Annotated[int | None, Query(ge=1)] = None,
 ) -> JSONResponse:
     """The report as JSON, each claim with its reference numbers and the references resolved."""
-    report, number, permalink, headers = await _export(request, session, run_id, version, "json")
+    report, number, permalink, headers = await _export(request, session, run_id, version, "json", who)
     return JSONResponse(export_json(report, version=number, permalink=permalink), headers=headers)
 
 
@@ -252,12 +317,13 @@ async def run_live(
     settings: SettingsDep,
     templates: TemplatesDep,
     shape: ShapeDep,
+    who: SignedInDep,
     after: str | None = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
     # The browser's own reconnect sends Last-Event-ID; the first connection names the page's last seq.
     cursor = parse_last_event_id(last_event_id if last_event_id is not None else after)
-    await run_or_404(session, run_id)
+    await run_or_404(session, run_id, who.visibility)
     stored = list(await runs_repo.events_after(session=session, run_id=run_id))
     await session.close()
     if stored and stored[-1].name in TERMINAL_EVENTS and cursor >= stored[-1].seq:
@@ -271,7 +337,12 @@ async def run_live(
         async with sessionmaker() as audit_session:
             return list(await runs_repo.audit_trail(session=audit_session, run_id=run_id))
 
+    slots: StreamSlots = request.app.state.streams
+    slot = slots.take(who)
     return EventSourceResponse(
-        page_stream(templates, shape, view, service.tail(run_id, cursor), audit, base_url=str(request.base_url)),
+        slots.follow(
+            slot,
+            page_stream(templates, shape, view, service.tail(run_id, cursor), audit, base_url=str(request.base_url)),
+        ),
         ping=settings.limits.sse_ping_seconds,
     )
