@@ -12,7 +12,7 @@ import sys
 from veracity import accounts, messages
 from veracity.db import accounts_repo
 from veracity.db.engine import make_engine, make_sessionmaker
-from veracity.errors import BadInput, NotFound
+from veracity.errors import BadInput, Conflict, NotFound
 from veracity.settings import Settings
 
 
@@ -74,12 +74,15 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"password of {found.username} set; their sessions ended")
                     return 0
                 accounts.check_username(args.username)
-                user = await accounts.add_user(
-                    session=session,
-                    username=args.username,
-                    password=_password(args.password_stdin),
-                    is_admin=args.admin,
-                )
+                try:
+                    user = await accounts.add_user(
+                        session=session,
+                        username=args.username,
+                        password=_password(args.password_stdin),
+                        is_admin=args.admin,
+                    )
+                except Conflict as exc:  # a taken name is the caller's to change: bad input (exit 2)
+                    raise BadInput(exc.message) from exc
                 await accounts_repo.log(
                     session=session,
                     actor="cli",

@@ -248,7 +248,8 @@ async def research_delete(request: Request, run_id: str, session: SessionDep, wh
 async def delete_run(request: Request, session: AsyncSession, run_id: str, who: Principal) -> None:
     """Delete a run the reader may see (409 while it is active), and say so in the security log."""
     run = await run_or_404(session, run_id, who.visibility)
-    status, question = run.status, run.question
+    status, question, owner = run.status, run.question, run.user_id
+    await session.rollback()  # end the read: the delete and its log line are one transaction of their own
     async with session.begin():
         if not await runs_repo.delete_run(session=session, run_id=run_id):
             raise Conflict(messages.RUN_STILL_ACTIVE.format(run_id=run_id, status=status))
@@ -258,7 +259,7 @@ async def delete_run(request: Request, session: AsyncSession, run_id: str, who: 
             action="run_deleted",
             target=f"run {run_id}",
             client=client_of(request),
-            detail={"question_chars": len(question), "by_admin_for_other": who.is_admin and run.user_id != who.user_id},
+            detail={"question_chars": len(question), "by_admin_for_other": who.is_admin and owner != who.user_id},
         )
 
 

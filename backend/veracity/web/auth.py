@@ -82,23 +82,26 @@ async def _signed(request: Request) -> Principal:
                 await accounts_repo.log(
                     session=session, actor="anonymous", action="token_refused", client=client_of(request), detail={}
                 )
-                raise Unauthorized(messages.TOKEN_INVALID)
-            who, worth_logging = found
-            if worth_logging:
-                await accounts_repo.log(
-                    session=session,
-                    actor=who.name,
-                    action="token_used",
-                    target=f"token {who.token_id}",
-                    client=client_of(request),
-                    detail={"path": request.url.path[:200]},
-                )
-            return who
-        cookie = request.cookies.get(SESSION_COOKIE)
-        if cookie:
-            who_ = await accounts.session_principal(session=session, secret=cookie)
-            if who_ is not None:
-                return who_
+            else:
+                who, worth_logging = found
+                if worth_logging:
+                    await accounts_repo.log(
+                        session=session,
+                        actor=who.name,
+                        action="token_used",
+                        target=f"token {who.token_id}",
+                        client=client_of(request),
+                        detail={"path": request.url.path[:200]},
+                    )
+                return who
+        else:
+            cookie = request.cookies.get(SESSION_COOKIE)
+            if cookie:
+                by_session = await accounts.session_principal(session=session, secret=cookie)
+                if by_session is not None:
+                    return by_session
+    if token is not None:  # refused after the transaction that logged it committed
+        raise Unauthorized(messages.TOKEN_INVALID)
     return ANONYMOUS
 
 

@@ -28,10 +28,6 @@ from veracity.settings import LimitSettings
 T = TypeVar("T")
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class RequestLimits:
     def __init__(self, app: ASGIApp, limits: LimitSettings) -> None:
         self.app = app
@@ -52,28 +48,36 @@ class RequestLimits:
             await _refuse(scope, receive, send, 413, "body_too_large", messages.BODY_TOO_LARGE.format(limit=limit))
             return
         read = 0
-        started = False
+        started = refused = False
 
         async def counted() -> Message:
-            nonlocal read
+            nonlocal read, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 read += len(message.get("body", b""))
-                if read > limit:
-                    raise _TooLarge
+                if read > limit and not started:
+                    # Answer now; the app is told the client went away, and whatever it sends after is dropped.
+                    refused = True
+                    await _refuse(
+                        scope, receive, send, 413, "body_too_large", messages.BODY_TOO_LARGE.format(limit=limit)
+                    )
+                    return {"type": "http.disconnect"}
             return message
 
         async def watch(message: Message) -> None:
             nonlocal started
+            if refused:
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, watch)
-        except _TooLarge:
-            if started:
+        except Exception:
+            if not refused:
                 raise
-            await _refuse(scope, receive, send, 413, "body_too_large", messages.BODY_TOO_LARGE.format(limit=limit))
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:

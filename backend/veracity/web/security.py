@@ -3,9 +3,9 @@
 A pure ASGI middleware (it never buffers a body, so the SSE streams pass straight through): every ``text/html``
 response, except FastAPI's interactive API docs (which need inline scripts), gets a Content-Security-Policy
 that allows scripts only from this origin's ``/static`` files — so even a source URL or text that slipped past
-escaping could not run — plus ``nosniff``, no framing and no referrer leaking a run ID to a cited site (``same-origin``, not ``no-referrer``: under
-``no-referrer`` a browser sends ``Origin: null`` even on this site's own form posts, and the cross-site check of
-``web/auth.py`` could not tell them from a forged one).
+escaping could not run — plus ``nosniff``, no framing and no referrer leaking a run ID to a cited site
+(``same-origin``, not ``no-referrer``: under ``no-referrer`` a browser sends ``Origin: null`` even on this site's
+own form posts, and the cross-site check of ``web/auth.py`` could not tell them from a forged one).
 """
 
 from __future__ import annotations
