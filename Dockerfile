@@ -15,5 +15,7 @@ RUN pip install --no-cache-dir /wheels/veracity-*.whl \
  && rm -rf /wheels
 WORKDIR /data
 ENV VERACITY_SERVER__HOST=0.0.0.0
+# Listening on every address: accounts on (serve refuses 0.0.0.0 without them).
+ENV VERACITY_AUTH__ENABLED=true
 EXPOSE 8000
 CMD ["veracity", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -95,6 +95,7 @@ def test_compose_environment_names_real_settings_and_one_database() -> None:
         unknown = {name for name in environment if name.startswith("VERACITY_")} - SETTINGS
         assert not unknown, f"{service}: not settings: {unknown}"
         assert environment["VERACITY_CORPUS__AUTOLOAD_WIKI"] == "false"  # only migrate loads the corpus
+        assert environment["VERACITY_AUTH__ENABLED"] == "true"  # every service listens on 0.0.0.0: accounts on
     urls = {SERVICES[s]["environment"]["VERACITY_DATABASE__URL"] for s in APP_SERVICES}
     db = SERVICES["postgres"]["environment"]
     assert urls == {
@@ -193,6 +194,25 @@ async def test_two_web_and_two_worker_processes_run_the_compose_topology(pg_url:
     )
     assert done.returncode == 0, done.stderr
     await load_docs(pg_url, "small", SMALL_CORPUS)
+    # Accounts are on (the servers listen on every address): an admin and an API token, made as the README says.
+    cli_env = {**os.environ, **_env("migrate"), "VERACITY_DATABASE__URL": pg_url}
+    for args, stdin in (
+        (["user", "add", "ops", "--admin", "--password-stdin"], "a long enough password\n"),
+        (["token", "create", "ops", "--name", "topology test"], ""),
+    ):
+        made = await asyncio.to_thread(
+            subprocess.run,
+            [VERACITY, *args],
+            cwd=REPO,
+            env=cli_env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert made.returncode == 0, made.stderr
+    auth = {"Authorization": f"Bearer {made.stdout.strip().splitlines()[-1]}"}
 
     ports = [_free_port(), _free_port()]
     while ports[0] == ports[1]:
@@ -217,7 +237,7 @@ async def test_two_web_and_two_worker_processes_run_the_compose_topology(pg_url:
         stop = asyncio.Event()
         watchers = [asyncio.create_task(_watch_health(b, seen, stop)) for b, seen in zip(bases, health, strict=True)]
         try:
-            async with httpx.AsyncClient(timeout=httpx.Timeout(10, read=60)) as client:
+            async with httpx.AsyncClient(timeout=httpx.Timeout(10, read=60), headers=auth) as client:
                 accepted_by = [i % 2 for i in range(6)]  # alternate: web1, web2, web1, …
                 runs = []
                 for i in accepted_by:
