@@ -14,6 +14,7 @@ from veracity.db import runs_repo
 from veracity.errors import MalformedOutput, ModelError, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
 from veracity.web.deps import JudgeDep, RegistryDep, ServiceDep, SessionDep, SessionmakerDep, SettingsDep
+from veracity.web.errors import error_responses
 from veracity.web.health import health_report
 from veracity.web.lookup import parse_last_event_id, run_or_404
 from veracity.web.sse import json_stream
@@ -28,7 +29,12 @@ class ResearchRequest(BaseModel):
     corpus: str | None = Field(default=None, description="Local corpus to search; the template's default if omitted.")
 
 
-@router.post("/v1/research/stream", summary="Start a run and stream its events (SSE)")
+@router.post(
+    "/v1/research/stream",
+    summary="Start a run and stream its events (SSE)",
+    response_class=EventSourceResponse,
+    responses=error_responses(400, 422),
+)
 async def research_stream(body: ResearchRequest, service: ServiceDep, settings: SettingsDep) -> EventSourceResponse:
     run_id = await service.start(question=body.question, template=body.template, corpus=body.corpus)
     return EventSourceResponse(
@@ -36,7 +42,12 @@ async def research_stream(body: ResearchRequest, service: ServiceDep, settings: 
     )
 
 
-@router.get("/v1/research/{run_id}/events", summary="Replay a run's stored events, then follow it live (SSE)")
+@router.get(
+    "/v1/research/{run_id}/events",
+    summary="Replay a run's stored events, then follow it live (SSE)",
+    response_class=EventSourceResponse,
+    responses=error_responses(404, 422),
+)
 async def research_events(
     run_id: str,
     service: ServiceDep,
@@ -50,7 +61,12 @@ async def research_events(
     return EventSourceResponse(json_stream(service.tail(run_id, cursor)), ping=settings.limits.sse_ping_seconds)
 
 
-@router.post("/v1/research/{run_id}/cancel", status_code=202, summary="Ask a run to stop (409 once it has finished)")
+@router.post(
+    "/v1/research/{run_id}/cancel",
+    status_code=202,
+    summary="Ask a run to stop (409 once it has finished)",
+    responses=error_responses(404, 409),
+)
 async def research_cancel(run_id: str, service: ServiceDep, session: SessionDep) -> dict[str, Any]:
     await run_or_404(session, run_id)
     await session.close()
@@ -59,7 +75,12 @@ async def research_cancel(run_id: str, service: ServiceDep, session: SessionDep)
     return {"run_id": run_id, "status": run.status, "cancel_requested": True}
 
 
-@router.post("/v1/research/{run_id}/rerun", status_code=201, summary="Re-run a run: same question, template and corpus")
+@router.post(
+    "/v1/research/{run_id}/rerun",
+    status_code=201,
+    summary="Re-run a run: same question, template and corpus",
+    responses=error_responses(404, 422),
+)
 async def research_rerun(run_id: str, service: ServiceDep, session: SessionDep, response: Response) -> dict[str, Any]:
     await run_or_404(session, run_id)
     await session.close()
@@ -79,7 +100,7 @@ def _artifact_json(run: Any, artifact: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/research/{run_id}", summary="The latest artifact version of a run")
+@router.get("/v1/research/{run_id}", summary="The latest artifact version of a run", responses=error_responses(404))
 async def research_get(run_id: str, session: SessionDep) -> JSONResponse:
     run = await run_or_404(session, run_id)
     artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
@@ -91,7 +112,7 @@ async def research_get(run_id: str, session: SessionDep) -> JSONResponse:
     return JSONResponse(_artifact_json(run, artifact))
 
 
-@router.get("/v1/research/{run_id}/versions", summary="Every artifact version of a run")
+@router.get("/v1/research/{run_id}/versions", summary="Every artifact version of a run", responses=error_responses(404))
 async def research_versions(run_id: str, session: SessionDep) -> dict[str, Any]:
     run = await run_or_404(session, run_id)
     versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
@@ -105,7 +126,7 @@ async def research_versions(run_id: str, session: SessionDep) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/research/{run_id}/audit", summary="The audit trail of a run")
+@router.get("/v1/research/{run_id}/audit", summary="The audit trail of a run", responses=error_responses(404))
 async def research_audit(run_id: str, session: SessionDep) -> dict[str, Any]:
     run = await run_or_404(session, run_id)
     entries = await runs_repo.audit_trail(session=session, run_id=run_id)
@@ -135,6 +156,7 @@ class VerifyRequest(BaseModel):
 @router.post(
     "/v1/verify",
     summary="Ground claims in sources, sentence by sentence: supported / partial / unsupported with spans",
+    responses=error_responses(400, 422, 500),
 )
 async def verify(body: VerifyRequest, judge: JudgeDep) -> dict[str, Any]:
     # The judge runs use: the configured model judge when VERACITY_MODEL__PROVIDER=openai, else the offline one.

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException
 
 from veracity import __version__
 from veracity.errors import VeracityError
@@ -19,7 +20,7 @@ from veracity.runs.floor import fallback_kind
 from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
 from veracity.web import api, pages
-from veracity.web.errors import ServerErrors, error_response, wants_html
+from veracity.web.errors import ServerErrors, error_response, http_error, wants_html
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
 from veracity.web.view import age, report_reference_numbers
@@ -63,6 +64,13 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     @app.exception_handler(VeracityError)
     async def _veracity_error(request: Request, exc: VeracityError) -> Response:
         return error_response(request, templates, status=exc.status_code, code=exc.code, message=exc.message)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        code, message = http_error(request, exc)
+        response = error_response(request, templates, status=exc.status_code, code=code, message=message)
+        response.headers.update(exc.headers or {})  # a 405's Allow
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> Response:

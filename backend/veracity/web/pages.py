@@ -26,11 +26,12 @@ from veracity.web.deps import (
     ShapeDep,
     TemplatesDep,
 )
+from veracity.web.errors import REDIRECT, error_responses
 from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.topology import layout
 
-router = APIRouter()
+router = APIRouter(responses=error_responses(404, 422, html=True))
 
 
 async def _home(
@@ -69,7 +70,7 @@ async def home(
     return await _home(request, templates, registry, settings, session)
 
 
-@router.post("/runs", response_model=None)
+@router.post("/runs", response_model=None, responses=REDIRECT)
 async def start_run(
     request: Request,
     templates: TemplatesDep,
@@ -91,7 +92,7 @@ async def start_run(
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.get("/runs/open", response_model=None)
+@router.get("/runs/open", response_model=None, responses=REDIRECT)
 async def open_run(
     request: Request,
     templates: TemplatesDep,
@@ -108,7 +109,7 @@ async def open_run(
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.post("/runs/{run_id}/cancel", response_model=None)
+@router.post("/runs/{run_id}/cancel", response_model=None, responses=REDIRECT)
 async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep) -> Response:
     """The run page's Cancel button (a plain form: no JavaScript needed); back to the page, which shows the run
     stopping (or, if it finished meanwhile, how it ended)."""
@@ -121,7 +122,7 @@ async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep) -> R
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.post("/runs/{run_id}/rerun", response_model=None)
+@router.post("/runs/{run_id}/rerun", response_model=None, responses=REDIRECT)
 async def rerun_run(run_id: str, service: ServiceDep, session: SessionDep) -> Response:
     """The run page's Re-run button: a new run of the same question, template and corpus, linked to this one."""
     await run_or_404(session, run_id)
