@@ -9,6 +9,7 @@ the rows they held before.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import sqlite3
@@ -55,8 +56,6 @@ class Desk:
 
 @pytest.fixture(scope="module")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
-    import asyncio
-
     db = tmp_path_factory.mktemp("bad-input") / "desk.db"
     url = sqlite_url(db)
     upgrade(url)
@@ -282,7 +281,7 @@ def test_verify_refuses_bad_items(desk: Desk, body: dict[str, Any], message: str
 
 # ---- resume cursors: Last-Event-ID and ?after= -----------------------------------------------------------------
 
-CURSOR = "Last-Event-ID (or ?after=) must be a whole number from 0 to 9223372036854775807"
+CURSOR = f"Last-Event-ID (or ?after=) must be a whole number from 0 to {MAX_CURSOR}"
 BAD_CURSORS = [
     "abc",
     "-1",
@@ -293,7 +292,8 @@ BAD_CURSORS = [
     "1e3",
     "1_000",
     "NaN",
-    str(MAX_CURSOR + 1),  # one past SQLite's and PostgreSQL's largest integer
+    str(MAX_CURSOR + 1),  # one past the largest event number (run_events.seq is 32-bit)
+    str(2**63),  # one past SQLite's largest integer
     "9" * 20,
     "9" * 5000,  # past int()'s digit limit
 ]
@@ -320,7 +320,7 @@ def test_live_page_refuses_a_bad_after(desk: Desk, value: str) -> None:
 
 
 def test_the_largest_cursor_is_accepted(desk: Desk) -> None:
-    """The bound is inclusive: 2**63-1 is a cursor past every event (nothing more to send), not an error."""
+    """The bound is inclusive: 2**31-1 is a cursor past every event (nothing more to send), not an error."""
     response = desk.send("GET", f"/v1/research/{desk.run_id}/events", headers={"Last-Event-ID": str(MAX_CURSOR)})
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
@@ -411,3 +411,22 @@ def test_a_browser_gets_the_error_page_for_an_unknown_page(desk: Desk) -> None:
 def test_an_api_client_gets_json_even_when_it_accepts_html(desk: Desk) -> None:
     response = desk.send("GET", "/v1/nope", headers={"accept": "text/html"})
     json_error(response, 404, "not_found", messages.ROUTE_NOT_FOUND.format(path="/v1/nope"))
+
+
+@pytest.mark.postgres
+async def test_the_largest_cursor_reads_on_postgresql(client_for: Any, pg_url: str) -> None:
+    """``run_events.seq`` is a 32-bit integer (asyncpg refuses to compare it with 2**31): the bound is the column's,
+    the bound itself reads without error on PostgreSQL, and one past it is refused before any query."""
+    client = await client_for(make_settings(pg_url))  # migrates the database
+    await load_docs(pg_url, "small", SMALL_CORPUS)
+    started = await client.post("/runs", data={"question": "coffee market", "template": "answer", "corpus": "small"})
+    run_id = started.headers["location"].rsplit("/", 1)[1]
+    for _ in range(600):
+        if (await client.get(f"/v1/research/{run_id}")).status_code == 200:
+            break
+        await asyncio.sleep(0.1)
+    events = f"/v1/research/{run_id}/events"
+    last = await client.get(events, headers={"Last-Event-ID": str(MAX_CURSOR)})
+    assert last.status_code == 200 and last.text.strip() == ""
+    past = await client.get(events, headers={"Last-Event-ID": str(MAX_CURSOR + 1)})
+    json_error(past, 422, "bad_input", CURSOR)

@@ -14,10 +14,12 @@ from typing import Any
 from veracity import messages
 from veracity.errors import BadInput
 
-MAX_CURSOR = 2**63 - 1
-"""The largest event number a resume cursor may name: SQLite's and PostgreSQL's 64-bit integers hold no more."""
+MAX_CURSOR = 2**31 - 1
+"""The largest event number a resume cursor may name: ``run_events.seq`` is a 32-bit integer, so no event has a
+larger one, and PostgreSQL's driver refuses to compare the column with a larger number (the feed clamps a cursor
+to what is stored before it queries; a bound here keeps every later use safe too)."""
 
-_CURSOR_RE = re.compile(r"[0-9]{1,19}")  # ASCII digits only: str.isdigit() and int() also take '²' or '٣'
+_CURSOR_RE = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit() and int() also take '²' or '٣'
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
