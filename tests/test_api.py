@@ -196,7 +196,10 @@ async def test_malformed_last_event_id_is_refused(client_for, small_db_url, valu
     before = await counts(small_db_url)
     bad = await client.get(f"/v1/research/{run_id}/events", headers={"Last-Event-ID": value})
     assert bad.status_code == 422
-    assert bad.json()["error"]["message"] == f"Last-Event-ID must be a non-negative whole number, got '{value}'."
+    limit = 2**31 - 1
+    assert bad.json()["error"]["message"] == (
+        f"Last-Event-ID (or ?after=) must be a whole number from 0 to {limit}, got '{value}'."
+    )
     assert await counts(small_db_url) == before
 
 
@@ -211,9 +214,7 @@ async def test_form_post_with_empty_question_rerenders_home_with_message(client_
 
 async def test_run_page_renders_the_same_report_as_the_api(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
-    response = await client.post(
-        "/runs", data=form(question="coffee market", template="market_brief", corpus="small")
-    )
+    response = await client.post("/runs", data=form(question="coffee market", template="market_brief", corpus="small"))
     assert response.status_code == 303
     run_id = response.headers["location"].rsplit("/", 1)[1]
     await client.app.state.service.wait(run_id)
@@ -248,9 +249,7 @@ async def test_run_page_states_a_template_and_corpus_that_do_not_belong_together
 
 async def test_exports_and_versions_over_http(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
-    response = await client.post(
-        "/runs", data=form(question="coffee market", template="market_brief", corpus="small")
-    )
+    response = await client.post("/runs", data=form(question="coffee market", template="market_brief", corpus="small"))
     run_id = response.headers["location"].rsplit("/", 1)[1]
     await client.app.state.service.wait(run_id)
     report = (await client.get(f"/v1/research/{run_id}")).json()["report"]
@@ -347,9 +346,7 @@ async def test_a_second_process_leaves_a_live_processs_runs_alone_and_sweeps_a_d
     assert first["status"] == "pending"  # left alone at start-up: its process may be alive
 
     # This process's own runs keep their lease while they run, however long the lease is outlived.
-    response = await client.post(
-        "/runs", data=form(question="coffee market", template="market_brief", corpus="small")
-    )
+    response = await client.post("/runs", data=form(question="coffee market", template="market_brief", corpus="small"))
     own = response.headers["location"].rsplit("/", 1)[1]
     # Nobody renews run b: once its lease lapses (~4.5 s) the sweep (every lease) takes it over, bounded here.
     for _ in range(80):

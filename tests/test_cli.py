@@ -47,6 +47,7 @@ def test_ingest_search_and_ask_end_to_end(tmp_path: Path) -> None:
         "updated": 0,
         "unchanged": 0,
         "errors": [],
+        "per_file": [{"path": str(corpus), "outcome": "ingested", "documents": 2}],
         "vectors": 2,  # passage vectors made at ingest, not at the first search
     }
 

@@ -6,7 +6,7 @@ longer loop. A package is a top-level subpackage or module of ``veracity`` (``gu
 The layers, lowest first (README, "Layers"):
 
 0. contracts and values: ``ports``, ``errors``, ``domain``, ``specs``, ``settings``, ``text``, ``checks``,
-   ``messages``, ``prompts``
+   ``messages``, ``prompts``, ``inputs``
 1. infrastructure: ``db``, ``fetch``, ``rank``, ``migrations`` (Alembic's history, package data)
 2. ``semantic`` (the sentence model and the models fitted on it), ``synthesis`` (sections from evidence)
 3. ``models`` (the chat client, budgets, model output reading)
@@ -30,7 +30,7 @@ PACKAGE = Path(veracity.__file__).parent
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "__init__ ports errors domain events specs settings text checks messages prompts",
+        "__init__ ports errors domain events specs settings text checks messages prompts inputs",
         "db fetch rank migrations",
         "semantic synthesis",
         "models",

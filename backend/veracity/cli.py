@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from veracity import messages
 from veracity.errors import BadInput, VeracityError
+from veracity.inputs import check_text, loads_json, unstorable
 from veracity.progress import (  # light: tqdm is imported only when a bar is drawn
     CHOICES,
     AskProgress,
@@ -197,6 +198,10 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.query is None and args.queries is None:
         raise BadInput("give a QUERY or --queries FILE.jsonl")
+    # Every query checked before the runtime starts, and before any is answered.
+    queries = _query_lines(args.queries) if args.queries else []
+    if args.query is not None:
+        check_text(args.query, what="The search query")
     async with _runtime(settings) as rt:
         async with rt.sessionmaker() as session:
             counts = await corpus_counts(session=session)
@@ -214,15 +219,8 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                 return _search_hits(hits)[: args.k]
 
             if args.queries:
-                for number, line in enumerate(Path(args.queries).read_text(encoding="utf-8").splitlines(), 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        item = json.loads(line)
-                        qid, query = item["id"], item["query"]
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        raise BadInput(messages.QUERIES_FILE_BAD_LINE.format(path=args.queries, line=number)) from None
-                    print(json.dumps({"id": qid, "hits": await run(str(query))}))
+                for qid, query in queries:
+                    print(json.dumps({"id": qid, "hits": await run(query)}))
                 return 0
             if not args.query.strip():
                 raise BadInput(messages.SEARCH_QUERY_EMPTY)
@@ -233,6 +231,25 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         for i, hit in enumerate(hits, 1):
             print(f"{i:>2}. {hit['title'] or hit['doc_id']}  ({hit['score']:.3f})\n    {hit['text'][:160]}")
     return 0
+
+
+def _query_lines(path: str) -> list[tuple[Any, str]]:
+    """(id, query) of every line of a ``--queries`` file, all checked before any is answered."""
+    lines, source = _read_lines(path)
+    out: list[tuple[Any, str]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = loads_json(line)
+            qid, query = item["id"], str(item["query"])
+        except (ValueError, KeyError, TypeError):
+            raise BadInput(messages.QUERIES_FILE_BAD_LINE.format(path=source, line=number)) from None
+        if unstorable(query):
+            reason = f"query: cannot be searched: it holds {unstorable(query)}"
+            raise BadInput(messages.JSONL_BAD_LINE.format(path=source, line=number, reason=reason))
+        out.append((qid, query))
+    return out
 
 
 async def _result(rt: Runtime, run_id: str) -> tuple[Any, str | None]:
@@ -394,12 +411,25 @@ async def _ask_batch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _read_lines(path: str) -> tuple[list[str], str]:
+    """The lines of a JSONL input file (``-``: standard input), or ``BadInput`` saying why it cannot be read."""
     if path == "-":
-        return sys.stdin.read().splitlines(), "<stdin>"
-    file = Path(path)
-    if not file.is_file():
-        raise BadInput(messages.INGEST_PATH_MISSING.format(path=path))
-    return file.read_text(encoding="utf-8").splitlines(), str(file)
+        binary = getattr(sys.stdin, "buffer", None)  # bytes, to say so when they are not UTF-8 (a StringIO has none)
+        raw = binary.read() if binary is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        source = "<stdin>"
+    else:
+        file = Path(path)
+        source = str(file)
+        if not file.is_file():
+            raise BadInput(messages.INGEST_PATH_MISSING.format(path=path))
+        try:
+            raw = file.read_bytes()
+        except OSError as exc:
+            raise BadInput(messages.FILE_UNREADABLE.format(path=path, reason=exc.strerror)) from exc
+    try:
+        return raw.decode("utf-8-sig").splitlines(), source
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise BadInput(messages.FILE_UNREADABLE.format(path=source, reason=reason)) from None
 
 
 async def _verify(args: argparse.Namespace, settings: Settings) -> int:
@@ -485,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="search a corpus")
     p.add_argument("query", nargs="?")
     p.add_argument("--corpus", default=None)
-    p.add_argument("-k", type=int, default=10)
+    p.add_argument("-k", type=_count, default=10, help="documents to show (1-1000)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--queries", help='JSONL file of {"id", "query"}; one output line each')
 
@@ -523,6 +553,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_parsers(sub)
     return parser
+
+
+def _count(value: str) -> int:
+    """``-k``: a whole number of ASCII digits from 1 to 1000."""
+    if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= 1000:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 1000, got {value!r}")
+    return int(value)
 
 
 def _progress_option(p: argparse.ArgumentParser) -> None:
@@ -572,6 +609,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT if isinstance(exc, BadInput) else EXIT_FAILED
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # The edge of last resort, as the web's ServerErrors is: one line, not a traceback; DEBUG shows where.
+        if settings.log_level == "DEBUG":
+            raise
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        _err(messages.UNEXPECTED_CLI_FAILURE.format(error=error))
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -1,24 +1,31 @@
 """Ingest files and folders into a corpus: idempotent by document id, one transaction per file.
 
-A corrupt file is reported and skipped; the files before and after it are still ingested.
+A file is stored whole or not at all: a JSONL file whose 1,500th document cannot be stored leaves none of its
+documents behind. A corrupt file, one that cannot be stored, or a link out of the folder is reported and
+skipped; the files before and after it are still ingested, and the report says what became of each file.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.corpus.readers import SUPPORTED, read_file
 from veracity.db.corpus_repo import DocumentIn, upsert_document
+from veracity.db.failures import public_error
+from veracity.db.models import DOC_ID_MAX
 from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput, IngestError
+from veracity.inputs import unstorable
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +40,17 @@ def check_corpus_name(corpus: str) -> str:
     return corpus
 
 
+@dataclass(frozen=True)
+class FileOutcome:
+    """What became of one file: ``ingested`` (some document added or updated), ``unchanged`` (every document
+    already stored as it is), or ``refused`` (nothing stored; ``reason`` says why)."""
+
+    path: str
+    outcome: str
+    documents: int = 0
+    reason: str | None = None
+
+
 @dataclass
 class IngestReport:
     added: int = 0
@@ -40,9 +58,19 @@ class IngestReport:
     unchanged: int = 0
     files: int = 0
     errors: list[str] = field(default_factory=list)
+    per_file: list[FileOutcome] = field(default_factory=list)
 
     def count(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)
+
+    def merge(self, other: IngestReport) -> None:
+        """Add a committed file's document counts."""
+        self.added, self.updated = self.added + other.added, self.updated + other.updated
+        self.unchanged += other.unchanged
+
+    def refuse(self, path: Path, reason: str) -> None:
+        self.errors.append(reason)
+        self.per_file.append(FileOutcome(shown_path(path), "refused", 0, reason))
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -51,7 +79,17 @@ class IngestReport:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "errors": self.errors,
+            "per_file": [
+                {"path": f.path, "outcome": f.outcome, "documents": f.documents}
+                | ({"reason": f.reason} if f.reason else {})
+                for f in self.per_file
+            ],
         }
+
+
+def shown_path(path: Path | str) -> str:
+    """A path as a message shows it: a name that is not UTF-8 keeps its bytes as ``\\xNN`` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True)
@@ -76,19 +114,77 @@ class IngestListener(Protocol):
     def file_done(self, step: IngestStep) -> None: ...
 
 
-def discover(path: Path) -> tuple[Path, list[Path]]:
-    """(root, files) under ``path``; a single file is its own root's only file."""
-    if not path.exists():
-        raise BadInput(messages.INGEST_PATH_MISSING.format(path=path))
-    if path.is_file():
-        return path.parent, [path]
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED)
-    return path, files
+def discover(path: Path) -> tuple[Path, list[Path], dict[Path, str]]:
+    """(root, entries, refused) under ``path``: the supported files in path order, among them the entries that are
+    refused with the reason (links out of the folder, folders that cannot be listed). A single file, or a link
+    named on the command line, is its own root's only file."""
+    if not path.exists() and not path.is_symlink():
+        raise BadInput(messages.INGEST_PATH_MISSING.format(path=shown_path(path)))
+    if not path.is_dir():
+        return path.parent, [path], {}
+    entries, refused = _walk(path)
+    return path, sorted(entries), refused
+
+
+def _walk(root: Path) -> tuple[list[Path], dict[Path, str]]:
+    """Without recursion (a folder 1,500 levels deep exhausted ``rglob``'s), never into a linked folder: a link is
+    listed to be refused when it leads out of ``root`` (or nowhere) and skipped when it leads to a folder inside,
+    whose files are listed by their own path."""
+    inside = root.resolve()
+    entries: list[Path] = []
+    refused: dict[Path, str] = {}
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                found = list(listing)
+        except OSError as exc:
+            refused[folder] = messages.INGEST_FOLDER_UNREADABLE.format(
+                path=shown_path(folder), reason=exc.strerror or type(exc).__name__
+            )
+            entries.append(folder)
+            continue
+        for entry in found:
+            item = Path(entry.path)
+            wanted = item.suffix.lower() in SUPPORTED
+            if entry.is_symlink():
+                target = item.resolve()
+                if not target.exists():
+                    reason = messages.INGEST_LINK_BROKEN.format(path=shown_path(item), target=shown_path(target))
+                elif not target.is_relative_to(inside):
+                    reason = messages.INGEST_LINK_OUTSIDE.format(
+                        path=shown_path(item), target=shown_path(target), root=shown_path(root)
+                    )
+                else:
+                    if wanted and target.is_file():
+                        entries.append(item)
+                    continue
+                if wanted or target.is_dir():
+                    refused[item] = reason
+                    entries.append(item)
+            elif entry.is_dir(follow_symlinks=False):
+                folders.append(item)
+            elif wanted and entry.is_file(follow_symlinks=False):
+                entries.append(item)
+    return entries, refused
 
 
 def doc_id_for(root: Path, path: Path) -> str:
     """Files are identified by their path relative to the ingested folder (stable across re-ingests)."""
     return path.relative_to(root).as_posix()
+
+
+def check_file(path: Path, doc_id: str) -> None:
+    """``IngestError`` for a file whose id no database could store, or that is no regular file (a FIFO would block
+    the read forever)."""
+    if unstorable(str(path)):  # its id and its stored source path
+        raise IngestError(messages.INGEST_NAME_UNDECODABLE.format(path=shown_path(path)))
+    if len(doc_id) > DOC_ID_MAX:
+        reason = f"its path in the folder is {len(doc_id)} characters long; a document id is at most {DOC_ID_MAX}"
+        raise IngestError(messages.INGEST_CORRUPT.format(path=shown_path(path), reason=reason))
+    if not path.is_file():
+        raise IngestError(messages.INGEST_CORRUPT.format(path=shown_path(path), reason="it is not a regular file"))
 
 
 async def ingest_documents(
@@ -101,23 +197,28 @@ async def ingest_documents(
     batch: int = 1000,
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Upsert documents in batches, one transaction a batch."""
+    """Upsert documents in one transaction: all of them are stored or none (``report`` is counted only once they
+    are). Written in batches, each flushed and then let go of, so a large file does not pile up in the session;
+    ``progress`` hears each batch written (not yet committed)."""
+    counted = IngestReport()
     pending: list[DocumentIn] = []
+    async with sessionmaker() as session, session.begin():
 
-    async def flush() -> None:
-        async with sessionmaker() as session, session.begin():
+        async def flush() -> None:
             for doc in pending:
-                report.count(await upsert_document(session=session, corpus=corpus, doc=doc, chunk_chars=chunk_chars))
-        if progress:
-            progress(len(pending))
-        pending.clear()
+                counted.count(await upsert_document(session=session, corpus=corpus, doc=doc, chunk_chars=chunk_chars))
+            session.expunge_all()
+            if progress:
+                progress(len(pending))
+            pending.clear()
 
-    for doc in docs:
-        pending.append(doc)
-        if len(pending) >= batch:
+        for doc in docs:
+            pending.append(doc)
+            if len(pending) >= batch:
+                await flush()
+        if pending:
             await flush()
-    if pending:
-        await flush()
+    report.merge(counted)
 
 
 async def ingest_path(
@@ -131,19 +232,28 @@ async def ingest_path(
     """Ingest a file or every supported file under a folder. ``progress`` hears the file count first (the
     folder is listed before anything is read), each batch of a file's documents stored, and each file done."""
     check_corpus_name(corpus)
-    root, files = discover(path)
+    root, files, refused = discover(path)
     report = IngestReport()
     if progress:
         progress.files_found(len(files))
+
+    def refuse(done: int, file: Path, reason: str) -> None:
+        report.refuse(file, reason)
+        if progress:  # the listener shows it; logging it too would say it twice
+            progress.file_done(IngestStep(file, done, len(files), 0, reason, report))
+        else:
+            logger.warning("ingest skipped a file: %s", reason)
+
     for done, file in enumerate(files, 1):
+        if file in refused:
+            refuse(done, file, refused[file])
+            continue
         try:
-            docs = read_file(file, doc_id_for(root, file))
+            doc_id = doc_id_for(root, file)
+            check_file(file, doc_id)
+            docs = read_file(file, doc_id)
         except IngestError as exc:
-            report.errors.append(exc.message)
-            if progress:  # the listener shows it; logging it too would say it twice
-                progress.file_done(IngestStep(file, done, len(files), 0, exc.message, report))
-            else:
-                logger.warning("ingest skipped a file: %s", exc.message)
+            refuse(done, file, exc.message)
             continue
         stored = 0
 
@@ -153,15 +263,23 @@ async def ingest_path(
             if progress:
                 progress.documents_stored(file, stored, documents)
 
-        await ingest_documents(
-            sessionmaker=sessionmaker,
-            corpus=corpus,
-            docs=docs,
-            chunk_chars=chunk_chars,
-            report=report,
-            progress=stored_batch if progress else None,
-        )
+        before = (report.added, report.updated)
+        try:
+            await ingest_documents(
+                sessionmaker=sessionmaker,
+                corpus=corpus,
+                docs=docs,
+                chunk_chars=chunk_chars,
+                report=report,
+                progress=stored_batch if progress else None,
+            )
+        except (SQLAlchemyError, UnicodeError, ValueError) as exc:  # rolled back whole: the next file goes on
+            reason = public_error(exc, where=f"ingest of {shown_path(file)}")
+            refuse(done, file, messages.INGEST_NOT_STORED.format(path=shown_path(file), reason=reason))
+            continue
         report.files += 1
+        changed = (report.added, report.updated) != before
+        report.per_file.append(FileOutcome(shown_path(file), "ingested" if changed else "unchanged", len(docs)))
         if progress:
             progress.file_done(IngestStep(file, done, len(files), len(docs), None, report))
     return report

@@ -111,13 +111,17 @@ class ArtifactVersion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+DOC_ID_MAX = 512
+"""The longest document id a corpus holds (PostgreSQL enforces the column's length; readers refuse longer)."""
+
+
 class Document(Base):
     __tablename__ = "documents"
     __table_args__ = (UniqueConstraint("corpus", "doc_id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     corpus: Mapped[str] = mapped_column(String(64), index=True)
-    doc_id: Mapped[str] = mapped_column(String(512))
+    doc_id: Mapped[str] = mapped_column(String(DOC_ID_MAX))
     title: Mapped[str] = mapped_column(Text, default="")
     text: Mapped[str] = mapped_column(Text)
     url: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -3,7 +3,6 @@ so a bad line is a clear error naming the line, never a crash or a partial resul
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +13,7 @@ from veracity.errors import BadInput
 from veracity.guards.judge.claims import judge_input
 from veracity.guards.router import screen
 from veracity.guards.screen_model import LearnedScreen
+from veracity.inputs import loads_json
 from veracity.ports import GroundingJudge, Source, Span
 from veracity.specs.models import Policy
 
@@ -53,11 +53,11 @@ def parse_lines(lines: Iterable[str], model: type[BaseModel], source: str) -> li
         if not line.strip():
             continue
         try:
-            items.append(model.model_validate(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            reason = f"not JSON ({exc.msg})"
-        except ValidationError as exc:
+            items.append(model.model_validate(loads_json(line)))
+        except ValidationError as exc:  # a ValueError too: caught first
             reason = _first_error(exc)
+        except ValueError as exc:
+            reason = str(exc)
         else:
             continue
         raise BadInput(messages.JSONL_BAD_LINE.format(path=source, line=number, reason=reason))

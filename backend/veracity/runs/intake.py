@@ -8,6 +8,7 @@ from veracity import messages
 from veracity.db import corpus_repo
 from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput
+from veracity.inputs import check_text, says_something
 from veracity.settings import Settings
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
@@ -24,11 +25,16 @@ async def validate_request(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> tuple[str, Spec, str]:
     """(question, spec, corpus) as the run will use them; ``BadInput`` (a message from ``messages.py``) when the
-    question is empty or too long, the template unknown, the corpus unknown, or the web asked for where there is
-    none (``web``: this process can search it)."""
-    question = (question or "").strip()
+    question is empty, says nothing (no letter or digit) or is too long, any of the three holds what no database
+    can store (checked first: even an error message must not echo it), the template unknown, the corpus unknown,
+    or the web asked for where there is none (``web``: this process can search it)."""
+    question = check_text(question or "", what="The question").strip()
+    template = check_text(template or "", what="The template name")
+    corpus = check_text(corpus, what="The corpus name") if corpus is not None else None
     if not question:
         raise BadInput(messages.QUESTION_EMPTY)
+    if not says_something(question):
+        raise BadInput(messages.QUESTION_SAYS_NOTHING)
     limit = settings.limits.max_question_chars
     if len(question) > limit:
         raise BadInput(messages.QUESTION_TOO_LONG.format(length=len(question), limit=limit))

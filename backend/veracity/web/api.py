@@ -18,12 +18,13 @@ from veracity.errors import Conflict, MalformedOutput, ModelError, PipelineError
 from veracity.guards.io import VerifyItem, verify_items
 from veracity.web.auth import AdminDep, ReaderDep, SignedInDep, client_of
 from veracity.web.deps import JudgeDep, RegistryDep, ServiceDep, SessionDep, SessionmakerDep, SettingsDep
+from veracity.web.errors import EVERY_ROUTE, error_responses
 from veracity.web.health import health_report
 from veracity.web.limits import StreamSlots, check_run_quota
 from veracity.web.lookup import parse_last_event_id, run_or_404
 from veracity.web.sse import json_stream
 
-router = APIRouter()
+router = APIRouter(responses=error_responses(*EVERY_ROUTE))
 
 
 def streams(request: Request) -> StreamSlots:
@@ -40,7 +41,12 @@ class ResearchRequest(BaseModel):
     corpus: str | None = Field(default=None, description="Local corpus to search; the template's default if omitted.")
 
 
-@router.post("/v1/research/stream", summary="Start a run and stream its events (SSE)")
+@router.post(
+    "/v1/research/stream",
+    summary="Start a run and stream its events (SSE)",
+    response_class=EventSourceResponse,
+    responses=error_responses(400, 422, 429),
+)
 async def research_stream(
     request: Request,
     body: ResearchRequest,
@@ -65,7 +71,12 @@ async def research_stream(
     )
 
 
-@router.get("/v1/research/{run_id}/events", summary="Replay a run's stored events, then follow it live (SSE)")
+@router.get(
+    "/v1/research/{run_id}/events",
+    summary="Replay a run's stored events, then follow it live (SSE)",
+    response_class=EventSourceResponse,
+    responses=error_responses(404, 422, 429),
+)
 async def research_events(
     request: Request,
     run_id: str,
@@ -84,7 +95,12 @@ async def research_events(
     )
 
 
-@router.post("/v1/research/{run_id}/cancel", status_code=202, summary="Ask a run to stop (409 once it has finished)")
+@router.post(
+    "/v1/research/{run_id}/cancel",
+    status_code=202,
+    summary="Ask a run to stop (409 once it has finished)",
+    responses=error_responses(404, 409),
+)
 async def research_cancel(run_id: str, service: ServiceDep, session: SessionDep, who: SignedInDep) -> dict[str, Any]:
     await run_or_404(session, run_id, who.visibility)
     await session.close()
@@ -93,7 +109,12 @@ async def research_cancel(run_id: str, service: ServiceDep, session: SessionDep,
     return {"run_id": run_id, "status": run.status, "cancel_requested": True}
 
 
-@router.post("/v1/research/{run_id}/rerun", status_code=201, summary="Re-run a run: same question, template and corpus")
+@router.post(
+    "/v1/research/{run_id}/rerun",
+    status_code=201,
+    summary="Re-run a run: same question, template and corpus",
+    responses=error_responses(404, 422, 429),
+)
 async def research_rerun(
     run_id: str,
     service: ServiceDep,
@@ -122,7 +143,7 @@ def _artifact_json(run: Any, artifact: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/research/{run_id}", summary="The latest artifact version of a run")
+@router.get("/v1/research/{run_id}", summary="The latest artifact version of a run", responses=error_responses(404))
 async def research_get(run_id: str, session: SessionDep, who: SignedInDep) -> JSONResponse:
     run = await run_or_404(session, run_id, who.visibility)
     artifact = await runs_repo.latest_artifact(session=session, run_id=run_id)
@@ -134,7 +155,7 @@ async def research_get(run_id: str, session: SessionDep, who: SignedInDep) -> JS
     return JSONResponse(_artifact_json(run, artifact))
 
 
-@router.get("/v1/research/{run_id}/versions", summary="Every artifact version of a run")
+@router.get("/v1/research/{run_id}/versions", summary="Every artifact version of a run", responses=error_responses(404))
 async def research_versions(run_id: str, session: SessionDep, who: SignedInDep) -> dict[str, Any]:
     run = await run_or_404(session, run_id, who.visibility)
     versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
@@ -148,7 +169,7 @@ async def research_versions(run_id: str, session: SessionDep, who: SignedInDep) 
     }
 
 
-@router.get("/v1/research/{run_id}/audit", summary="The audit trail of a run")
+@router.get("/v1/research/{run_id}/audit", summary="The audit trail of a run", responses=error_responses(404))
 async def research_audit(run_id: str, session: SessionDep, who: SignedInDep) -> dict[str, Any]:
     run = await run_or_404(session, run_id, who.visibility)
     entries = await runs_repo.audit_trail(session=session, run_id=run_id)
@@ -178,6 +199,7 @@ class VerifyRequest(BaseModel):
 @router.post(
     "/v1/verify",
     summary="Ground claims in sources, sentence by sentence: supported / partial / unsupported with spans",
+    responses=error_responses(400, 422, 500),
 )
 async def verify(body: VerifyRequest, judge: JudgeDep, who: SignedInDep) -> dict[str, Any]:
     # The judge runs use: the configured model judge when VERACITY_MODEL__PROVIDER=openai, else the offline one.
@@ -238,7 +260,10 @@ async def research_list(
 
 
 @router.delete(
-    "/v1/research/{run_id}", status_code=204, summary="Delete a finished run: its events, audit trail and reports"
+    "/v1/research/{run_id}",
+    status_code=204,
+    summary="Delete a finished run: its events, audit trail and reports",
+    responses=error_responses(404, 409),
 )
 async def research_delete(request: Request, run_id: str, session: SessionDep, who: SignedInDep) -> Response:
     await delete_run(request, session, run_id, who)
@@ -267,7 +292,12 @@ class TokenRequest(BaseModel):
     name: str = Field(min_length=1, max_length=64, description="What the token is for, e.g. the script using it.")
 
 
-@router.post("/v1/tokens", status_code=201, summary="Make an API token for yourself (its secret is shown only now)")
+@router.post(
+    "/v1/tokens",
+    status_code=201,
+    summary="Make an API token for yourself (its secret is shown only now)",
+    responses=error_responses(400, 422),
+)
 async def token_create(request: Request, body: TokenRequest, session: SessionDep, who: SignedInDep) -> dict[str, Any]:
     async with session.begin():
         token, secret = await accounts.make_token(session=session, user=who, name=body.name)
@@ -301,7 +331,9 @@ def token_json(token: ApiToken) -> dict[str, Any]:
     }
 
 
-@router.delete("/v1/tokens/{token_id}", status_code=204, summary="Revoke an API token")
+@router.delete(
+    "/v1/tokens/{token_id}", status_code=204, summary="Revoke an API token", responses=error_responses(404, 422)
+)
 async def token_revoke(request: Request, token_id: int, session: SessionDep, who: SignedInDep) -> Response:
     async with session.begin():
         token = await accounts.revoke(session=session, token_id=token_id, by=who)
@@ -316,7 +348,11 @@ async def token_revoke(request: Request, token_id: int, session: SessionDep, who
     return Response(status_code=204)
 
 
-@router.get("/v1/security-log", summary="Sign-ins, token use, deletions and admin acts, newest first (admins)")
+@router.get(
+    "/v1/security-log",
+    summary="Sign-ins, token use, deletions and admin acts, newest first (admins)",
+    responses=error_responses(422),
+)
 async def security_log(
     session: SessionDep, who: AdminDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
 ) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException
 
 from veracity import __version__
 from veracity.errors import TooMany, Unauthorized, VeracityError
@@ -21,7 +22,7 @@ from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
 from veracity.web import account_pages, api, docs, pages
 from veracity.web.auth import SameOrigin, csrf_token
-from veracity.web.errors import ServerErrors, error_response, wants_html
+from veracity.web.errors import ServerErrors, error_response, http_error, wants_html
 from veracity.web.limits import RequestLimits, StreamSlots
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
@@ -84,6 +85,13 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             response.headers["Retry-After"] = str(exc.retry_after)
         if isinstance(exc, Unauthorized):
             response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        code, message = http_error(request, exc)
+        response = error_response(request, templates, status=exc.status_code, code=code, message=message)
+        response.headers.update(exc.headers or {})  # a 405's Allow
         return response
 
     @app.exception_handler(RequestValidationError)

@@ -8,10 +8,10 @@ browser to /signin), ``AdminDep`` anyone but an admin (403).
 ``SameOrigin`` (pure ASGI) guards every state change a browser could be tricked into: a POST, PUT, PATCH or
 DELETE that carries no API token is refused (403) when the browser says it came from elsewhere — an ``Origin``
 other than this server's (or a trusted one), or ``Sec-Fetch-Site: cross-site``/``same-site``. It also hands each
-browser a CSRF secret in a ``SameSite=Lax`` cookie (Lax, not Strict: a link followed from another site
-must not make a new secret that breaks the forms already open in other tabs), which every form of the pages echoes as a hidden field
-(``CsrfDep`` compares them): a form posted from another site, which cannot read the cookie, fails even where the
-browser sent no ``Origin``. Cookies are ``HttpOnly`` and ``Secure`` over HTTPS.
+browser a CSRF secret in a ``SameSite=Lax`` cookie (Lax, not Strict: a link followed from another site must not
+make a new secret that breaks the forms already open in other tabs), which every form of the pages echoes as a
+hidden field (``CsrfDep`` compares them): a form posted from another site, which cannot read the cookie, fails
+even where the browser sent no ``Origin``. Cookies are ``HttpOnly`` and ``Secure`` over HTTPS.
 """
 
 from __future__ import annotations

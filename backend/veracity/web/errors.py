@@ -11,10 +11,13 @@ change the status any more; it is logged and raised on.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veracity import messages
@@ -23,6 +26,69 @@ from veracity.db.failures import is_database_error
 logger = logging.getLogger(__name__)
 
 API_PREFIXES = ("/v1/", "/healthz")
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="What kind of error: bad_input, not_found, conflict, no_artifact, internal, ...")
+    message: str = Field(description="A sentence a user can act on.")
+
+
+class ErrorBody(BaseModel):
+    """The body of every JSON error answer (4xx and 5xx)."""
+
+    error: ErrorDetail
+
+
+ERROR_DESCRIPTIONS = {
+    400: "The request body could not be read (not JSON, or nested too deeply).",
+    401: "Accounts are on and the request carries no valid sign-in or API token (`Authorization: Bearer`).",
+    403: "Refused: an admin's act, or a state change a browser sent from another site or without the form's CSRF "
+    "field.",
+    404: "No such run, run version, report or route.",
+    409: "The run is not in a state that allows this (it has finished).",
+    413: "The request body is larger than `VERACITY_LIMITS__MAX_BODY_BYTES`.",
+    422: "Bad input: the message says which field and why; nothing was stored.",
+    429: "A per-user limit was reached (runs per minute, runs at once, live streams); `Retry-After` says when to "
+    "try again.",
+    431: "Too many or too large request headers.",
+    500: "The server failed; the message says whether the database did (details in the server log).",
+}
+
+
+def error_responses(*statuses: int, html: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses=`` of a route for the error statuses it can answer, each an ``ErrorBody``; with
+    ``html``, a page's: the error page for a browser (``wants_html``), else the ``ErrorBody``. (A page's model
+    would be documented as HTML, the page's own media type, so its JSON is named by reference: the API's routes
+    put ``ErrorBody`` among the schema's components.)"""
+    if not html:
+        return {status: {"model": ErrorBody, "description": ERROR_DESCRIPTIONS[status]} for status in statuses}
+    content = {
+        "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}},
+        "text/html": {"schema": {"type": "string"}},
+    }
+    return {status: {"description": ERROR_DESCRIPTIONS[status], "content": content} for status in statuses}
+
+
+EVERY_ROUTE = (401, 403, 413, 431)
+"""What any route may answer before it runs: no sign-in (accounts on), a cross-site state change, size limits."""
+
+REDIRECT: dict[int | str, dict[str, Any]] = {303: {"description": "Done: on to the page that shows it (`Location`)."}}
+
+
+def http_error(request: Request, exc: HTTPException) -> tuple[str, str]:
+    """(code, message) of an ``HTTPException`` Starlette or FastAPI raised itself (an unknown route, a method not
+    allowed, a body that is not JSON): in the documented shape, not FastAPI's ``{"detail": ...}``."""
+    path = request.url.path[:200]
+    if exc.status_code == 404:
+        return "not_found", messages.ROUTE_NOT_FOUND.format(path=path)
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "") or "none"
+        return "method_not_allowed", messages.METHOD_NOT_ALLOWED.format(
+            method=request.method, path=path, allowed=allowed
+        )
+    if exc.status_code == 400:  # FastAPI could not parse the body
+        return "bad_input", messages.BODY_UNREADABLE
+    return f"http_{exc.status_code}", messages.REQUEST_REFUSED.format(detail=exc.detail)
 
 
 def wants_html(request: Request) -> bool:

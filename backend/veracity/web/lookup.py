@@ -11,7 +11,8 @@ from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.models import ArtifactVersion, ResearchRun
 from veracity.db.runs_repo import Visibility
-from veracity.errors import BadInput, NotFound
+from veracity.errors import NotFound
+from veracity.inputs import parse_cursor
 from veracity.runs.service import RUN_ID_LEN
 
 
@@ -22,13 +23,9 @@ def check_run_id(run_id: str) -> str:
 
 
 def parse_last_event_id(value: str | None) -> int:
-    """The SSE resume cursor: 0 when absent or blank, else the non-negative integer it must be."""
-    if value is None or value.strip() == "":
-        return 0
-    value = value.strip()
-    if not value.isdigit():
-        raise BadInput(messages.LAST_EVENT_ID_MALFORMED.format(value=value[:40]))
-    return int(value)
+    """The SSE resume cursor (the header, or the live page's ``?after=``): 0 when absent or blank, else the
+    whole number from 0 to ``inputs.MAX_CURSOR`` it must be (``BadInput`` otherwise)."""
+    return parse_cursor(value)
 
 
 async def run_or_404(session: AsyncSession, run_id: str, visible: Visibility) -> ResearchRun:

@@ -29,12 +29,13 @@ from veracity.web.deps import (
     ShapeDep,
     TemplatesDep,
 )
+from veracity.web.errors import EVERY_ROUTE, REDIRECT, error_responses
 from veracity.web.limits import StreamSlots, check_run_quota
 from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.topology import layout
 
-router = APIRouter()
+router = APIRouter(responses=error_responses(*EVERY_ROUTE, 404, 422, 429, html=True))
 PER_PAGE = 20
 
 
@@ -89,7 +90,7 @@ async def home(
     return await _home(request, templates, registry, settings, session, who, query=q.strip(), page=page)
 
 
-@router.post("/runs", response_model=None, dependencies=[CsrfDep])
+@router.post("/runs", response_model=None, responses=REDIRECT, dependencies=[CsrfDep])
 async def start_run(
     request: Request,
     templates: TemplatesDep,
@@ -125,7 +126,7 @@ async def start_run(
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.get("/runs/open", response_model=None)
+@router.get("/runs/open", response_model=None, responses=REDIRECT)
 async def open_run(
     request: Request,
     templates: TemplatesDep,
@@ -143,7 +144,7 @@ async def open_run(
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.post("/runs/{run_id}/cancel", response_model=None, dependencies=[CsrfDep])
+@router.post("/runs/{run_id}/cancel", response_model=None, responses=REDIRECT, dependencies=[CsrfDep])
 async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep, who: SignedInDep) -> Response:
     """The run page's Cancel button (a plain form: no JavaScript needed); back to the page, which shows the run
     stopping (or, if it finished meanwhile, how it ended)."""
@@ -156,7 +157,7 @@ async def cancel_run(run_id: str, service: ServiceDep, session: SessionDep, who:
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
-@router.post("/runs/{run_id}/rerun", response_model=None, dependencies=[CsrfDep])
+@router.post("/runs/{run_id}/rerun", response_model=None, responses=REDIRECT, dependencies=[CsrfDep])
 async def rerun_run(
     run_id: str,
     service: ServiceDep,
@@ -181,7 +182,12 @@ async def delete_confirm(
     return templates.TemplateResponse(request, "pages/delete.html", {"run": run, "attribution": ATTRIBUTION})
 
 
-@router.post("/runs/{run_id}/delete", response_model=None, dependencies=[CsrfDep])
+@router.post(
+    "/runs/{run_id}/delete",
+    response_model=None,
+    responses={**REDIRECT, **error_responses(409, html=True)},
+    dependencies=[CsrfDep],
+)
 async def delete_run_page(request: Request, run_id: str, session: SessionDep, who: SignedInDep) -> Response:
     await delete_run(request, session, run_id, who)
     return RedirectResponse("/?deleted=1", status_code=303)

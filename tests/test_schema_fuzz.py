@@ -1,0 +1,64 @@
+"""Schemathesis against the app's own OpenAPI schema, in process (ASGI, lifespan run by Schemathesis): every
+operation fuzzed with schema-valid and schema-invalid input, bounded to a few hundred cases in all. No answer may
+be a 5xx, and every answer must be one the schema documents: its status code, content type, headers and body.
+
+The SSE endpoints are fuzzed too: Schemathesis cuts an event stream after a few events or its read timeout, so a
+live run's stream cannot hang the test. The operation that starts runs gets fewer examples (each starts a real run
+over the small corpus). About 500 cases in all, some 20 s; derandomized, so a failure reproduces."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from conftest import SMALL_CORPUS, load_docs, make_settings, sqlite_url
+from veracity.db.migrate import upgrade
+from veracity.web.app import create_app
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+STARTS_RUNS = r"^/v1/research/stream$|^/runs$"
+
+
+# The schema is the app's, whatever its database: built without starting it.
+schema = schemathesis.openapi.from_dict(create_app(make_settings("sqlite+aiosqlite://")).openapi())
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[Any]:
+    """An app over a fresh database holding the small corpus, one per operation fuzzed (Schemathesis starts its
+    lifespan at the first call; its pytest plugin ends it when the test ends)."""
+    url = sqlite_url(tmp_path / "fuzz.db")
+    upgrade(url)
+    asyncio.run(load_docs(url, "small", SMALL_CORPUS))
+    yield create_app(make_settings(url))
+
+
+@schema.exclude(path_regex=STARTS_RUNS, method="POST").parametrize()
+@settings(max_examples=15, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+def test_every_operation_answers_only_what_its_schema_documents(app: Any, case: Any) -> None:
+    case.call_and_validate(app=app, checks=CHECKS, timeout=5)
+
+
+@schema.include(path_regex=STARTS_RUNS, method="POST").parametrize()
+@settings(max_examples=5, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+def test_starting_runs_answers_only_what_its_schema_documents(app: Any, case: Any) -> None:
+    case.call_and_validate(app=app, checks=CHECKS, timeout=5)
