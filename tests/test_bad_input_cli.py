@@ -531,3 +531,32 @@ def test_a_fifo_is_refused_not_read_forever(veracity: Veracity, tmp_path: Path) 
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
     ingest(veracity, fifo, "fifo").refused(EXIT_FAILED, "it is not a regular file")
+
+
+def test_a_file_over_the_size_or_document_limit_is_refused_whole(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ingest limits (VERACITY_CORPUS__MAX_FILE_BYTES, __MAX_DOCUMENTS_PER_FILE): the big file and the crowded
+    JSONL store nothing and are reported; the folder's small file is ingested."""
+    from veracity import cli
+    from veracity.settings import Settings
+
+    settings = Settings(
+        database={"url": sqlite_url(db)},
+        corpus={"autoload_wiki": False, "max_file_bytes": 5_000, "max_documents_per_file": 3},
+    )
+    monkeypatch.setattr(cli, "get_settings", lambda: settings)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "big.txt").write_text("Tea is grown in many countries. " * 400)  # 12,800 bytes
+    (folder / "crowded.jsonl").write_text(
+        "\n".join(json.dumps({"_id": f"d{i}", "text": f"Tea fact {i}."}) for i in range(4))
+    )
+    (folder / "small.txt").write_text("Tea is an aromatic drink brewed from cured leaves.")
+    before = _counts(db)
+    code = cli.main(["ingest", str(folder), "--corpus", "limits", "--json", "--progress", "none"])
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    assert "big.txt: 12,800 bytes is larger than this server ingests (5,000" in err
+    assert "crowded.jsonl: 4 documents in one file is more than this server ingests (3" in err
+    assert _counts(db)["documents"] - before["documents"] == 1  # small.txt alone

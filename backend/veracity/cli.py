@@ -125,6 +125,8 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
                 corpus=args.corpus,
                 chunk_chars=settings.corpus.chunk_chars,
                 progress=progress if mode != "none" else None,
+                max_file_bytes=settings.corpus.max_file_bytes,
+                max_documents=settings.corpus.max_documents_per_file,
             )
         made = await _embed_passages(rt, settings, args.corpus, quiet=mode == "none")
     for error in report.errors:

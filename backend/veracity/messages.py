@@ -99,3 +99,11 @@ NOT_LOOPBACK = (
 )
 PASSWORDS_DIFFER = "The two passwords differ; type the same password twice."
 USER_UNKNOWN = "No account named '{username}'."
+INGEST_TOO_LARGE = (
+    "{path}: {size:,} bytes is larger than this server ingests ({limit:,}; VERACITY_CORPUS__MAX_FILE_BYTES); "
+    "nothing of it was stored."
+)
+INGEST_TOO_MANY = (
+    "{path}: {count:,} documents in one file is more than this server ingests ({limit:,}; "
+    "VERACITY_CORPUS__MAX_DOCUMENTS_PER_FILE); nothing of it was stored."
+)

@@ -74,6 +74,16 @@ class CorpusSettings(BaseModel):
     chunk_chars: int = Field(
         default=1200, ge=200, le=20000, description="Target passage size when documents are chunked."
     )
+    max_file_bytes: int = Field(
+        default=50_000_000,
+        ge=1_000,
+        description="Largest file an ingest reads; a larger one is refused (reported, nothing stored), the rest go on.",
+    )
+    max_documents_per_file: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most documents one file (a JSONL) may hold; a file with more is refused whole.",
+    )
 
 
 class LimitSettings(BaseModel):

@@ -228,9 +228,13 @@ async def ingest_path(
     corpus: str,
     chunk_chars: int,
     progress: IngestListener | None = None,
+    max_file_bytes: int | None = None,
+    max_documents: int | None = None,
 ) -> IngestReport:
-    """Ingest a file or every supported file under a folder. ``progress`` hears the file count first (the
-    folder is listed before anything is read), each batch of a file's documents stored, and each file done."""
+    """Ingest a file or every supported file under a folder; a file over ``max_file_bytes`` or holding more than
+    ``max_documents`` documents is refused whole (the CLI passes ``VERACITY_CORPUS__``'s limits; None: no limit).
+    ``progress`` hears the file count first (the folder is listed before anything is read), each batch of a file's
+    documents stored, and each file done."""
     check_corpus_name(corpus)
     root, files, refused = discover(path)
     report = IngestReport()
@@ -251,7 +255,16 @@ async def ingest_path(
         try:
             doc_id = doc_id_for(root, file)
             check_file(file, doc_id)
+            size = file.stat().st_size
+            if max_file_bytes is not None and size > max_file_bytes:
+                raise IngestError(
+                    messages.INGEST_TOO_LARGE.format(path=shown_path(file), size=size, limit=max_file_bytes)
+                )
             docs = read_file(file, doc_id)
+            if max_documents is not None and len(docs) > max_documents:
+                raise IngestError(
+                    messages.INGEST_TOO_MANY.format(path=shown_path(file), count=len(docs), limit=max_documents)
+                )
         except IngestError as exc:
             refuse(done, file, exc.message)
             continue
