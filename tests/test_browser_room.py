@@ -26,7 +26,7 @@ import pytest
 from playwright.async_api import Browser, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from conftest import sqlite_url
+from conftest import TEST_CSRF, form, sqlite_url
 from test_browser import (
     ARTIFACTS,
     REPO,
@@ -97,7 +97,8 @@ def finish_run(server: Server, question: str, template: str = "market_brief", co
     """Start a run through the home page's form endpoint, wait for its last event; return its ID."""
     resp = httpx.post(
         f"{server.base_url}/runs",
-        data={"question": question, "template": template, "corpus": corpus},
+        data=form(question=question, template=template, corpus=corpus),
+        cookies={"veracity_csrf": TEST_CSRF},  # the cookie a browser holds after opening the home page
         follow_redirects=False,
         timeout=30,
     )

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veracity import messages
@@ -82,13 +83,25 @@ def http_error(request: Request, exc: HTTPException) -> tuple[str, str]:
     if exc.status_code == 404:
         return "not_found", messages.ROUTE_NOT_FOUND.format(path=path)
     if exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "") or "none"
+        allowed = allowed_methods(request) or (exc.headers or {}).get("Allow", "") or "none"
         return "method_not_allowed", messages.METHOD_NOT_ALLOWED.format(
             method=request.method, path=path, allowed=allowed
         )
     if exc.status_code == 400:  # FastAPI could not parse the body
         return "bad_input", messages.BODY_UNREADABLE
     return f"http_{exc.status_code}", messages.REQUEST_REFUSED.format(detail=exc.detail)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route answers at this path (Starlette's own ``Allow`` names only the first route that
+    matched it, so ``GET`` alone where ``DELETE`` is answered too)."""
+    methods = {
+        method
+        for method in ("DELETE", "GET", "PATCH", "POST", "PUT")
+        for route in request.app.router.routes
+        if route.matches({**request.scope, "method": method})[0] == Match.FULL
+    }
+    return ", ".join(sorted(methods))
 
 
 def wants_html(request: Request) -> bool:
