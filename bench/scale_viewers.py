@@ -64,7 +64,11 @@ class Watch:
 
     @property
     def ratio(self) -> float:
-        return statistics.median(self.watched_s) / statistics.median(self.alone_s)
+        return median(self.watched_s) / median(self.alone_s)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -122,7 +126,9 @@ async def _open_viewers(cluster: Cluster, tag: str, run_id: str, viewers: int, w
     shares = [
         viewers // CLIENT_PROCESSES + (1 if i < viewers % CLIENT_PROCESSES else 0) for i in range(CLIENT_PROCESSES)
     ]
-    clients = [ViewerClient(cluster, f"{tag}-{i}", run_id, n, bases) for i, n in enumerate(shares) if n]
+    # Client i starts on web process i: two viewers are one per web process, a thousand are spread evenly.
+    turned = [bases[i % len(bases) :] + bases[: i % len(bases)] for i in range(CLIENT_PROCESSES)]
+    clients = [ViewerClient(cluster, f"{tag}-{i}", run_id, n, turned[i]) for i, n in enumerate(shares) if n]
     await asyncio.gather(*(c.start() for c in clients))
     return clients
 
@@ -187,7 +193,8 @@ async def measure(
 ) -> Watch:
     watch = Watch(viewers=viewers, webs=len(webs), event_delay_ms=event_delay_ms)
     scratch = Watch(viewers=0, webs=len(webs), event_delay_ms=event_delay_ms)
-    await _one_run(cluster, runs, webs, worker, 0, "warm", scratch)  # the worker's first run pays its imports
+    if pairs:
+        await _one_run(cluster, runs, webs, worker, 0, "warm", scratch)  # the worker's first run pays its imports
     for i in range(pairs):
         await _one_run(cluster, runs, webs, worker, 0, f"alone{i}", watch)
         await _one_run(cluster, runs, webs, worker, viewers, f"watched{i}", watch)
@@ -204,7 +211,7 @@ def report(w: Watch) -> list[str]:
     verdict = "met" if met else "NOT met"
 
     def cpu(figures: dict[str, list[float]]) -> str:
-        return ", ".join(f"{name} {statistics.median(v):.2f} s" for name, v in sorted(figures.items()))
+        return ", ".join(f"{name} {median(v):.2f} s" for name, v in sorted(figures.items()))
 
     return [
         f"viewers: {w.viewers} SSE viewers of one market_brief run over {w.webs} `veracity serve` processes "
@@ -214,8 +221,8 @@ def report(w: Watch) -> list[str]:
         f"  events lost          {w.lost} ({w.failed_streams} streams failed)",
         f"  lag p50 / p99 / max  {percentile(w.lags, 0.5):.1f} / {percentile(w.lags, 0.99):.1f} / "
         f"{max(w.lags, default=float('nan')):.1f} ms ({len(w.lags)} deliveries)",
-        f"  run time             {statistics.median(w.watched_s) * 1000:.0f} ms watched vs "
-        f"{statistics.median(w.alone_s) * 1000:.0f} ms alone (medians) = {w.ratio:.2f}x "
+        f"  run time             {median(w.watched_s) * 1000:.0f} ms watched vs "
+        f"{median(w.alone_s) * 1000:.0f} ms alone (medians) = {w.ratio:.2f}x "
         f"(watched {', '.join(f'{s:.2f}' for s in w.watched_s)} s; alone {', '.join(f'{s:.2f}' for s in w.alone_s)} s)",
         f"  CPU per watched run  {cpu(w.cpu_watched)} (per process, medians)",
         f"  CPU per run alone    {cpu(w.cpu_alone)}",
