@@ -1,7 +1,8 @@
 """`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus, one run
 watched by 500 viewers (events lost, lag, run time against no viewers; bench/viewers.py), then the retrieval
 benchmarks (fan-out efficiency on the fixture site; search latency against rank-bm25 and ingest rate
-on SciFact when the evaluation data is beside the checkout).
+on SciFact when the evaluation data is beside the checkout), then the scale-out figures with real processes on
+PostgreSQL (bench/scale.py: 1,000 viewers over 2 web processes, 100 runs over 2 workers, a worker's takeover).
 
 Each question runs several times in one process against the configured database; medians are printed.
 Benchmarks never gate CI (no timed tests)."""
@@ -149,7 +150,15 @@ async def main() -> int:
     await fanout()
     await search_and_ingest(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
     await local_model_run()
-    return 0
+    return await scale_out()
+
+
+async def scale_out() -> int:
+    """bench/scale.py (`make bench-scale`) with its full counts: real web and worker processes on a PostgreSQL
+    database of its own, whatever database the rest of the benchmark used (skipped when no PostgreSQL answers)."""
+    from scale import run
+
+    return await run([])
 
 
 async def local_model_run() -> None:

@@ -35,6 +35,7 @@ from veracity.db.models import ResearchRun
 from veracity.errors import NotFound
 from veracity.events import RunStarted
 from veracity.runs.service import RunService
+from veracity.web.sse import json_message, json_stream
 
 VERACITY = str(Path(sys.executable).parent / "veracity")
 QUESTION = "Which countries grow most of the world's coffee?"
@@ -119,6 +120,26 @@ async def test_two_hundred_viewers_of_one_run_get_every_event_once_in_order(
     assert seen[:197] == [events] * 197
     assert seen[197:] == [events[1:], events[2:], events[3:]]
     assert service.feed.viewing() == {}  # the run's state is dropped with its last viewer
+
+
+async def test_fifty_json_streams_of_one_run_send_each_event_encoded_once(
+    service_on: tuple[RunService, AsyncEngine],
+) -> None:
+    # Regression (bench/scale.py): every SSE viewer re-encoded every event, over a third of a web process's CPU per
+    # message with 500 viewers; the feed hands them all one event object, so one encoding serves them all.
+    service, _ = service_on
+    run_id = await service.start(question=QUESTION, template="answer", corpus="small")
+
+    async def stream() -> list[bytes]:
+        return [message async for message in json_stream(service.tail(run_id))]
+
+    streams = await asyncio.wait_for(asyncio.gather(*(stream() for _ in range(50))), 25)
+    async with service.sessionmaker() as session:
+        events = await runs_repo.events_after(session=session, run_id=run_id)
+    assert events[-1].name == "complete"
+    assert streams[0] == [json_message(e).encode() for e in events]  # the wire is unchanged
+    for i, message in enumerate(streams[0]):
+        assert all(s[i] is message for s in streams[1:])  # one object: encoded once, sent fifty times
 
 
 async def test_idle_viewers_make_no_queries_and_each_event_costs_the_same_queries_for_1_or_100_viewers(
