@@ -39,6 +39,10 @@ BASE_ENV = {
     "VERACITY_CORPUS__AUTOLOAD_WIKI": "false",
     "VERACITY_SEMANTIC__ENABLED": "false",  # lexical runs: processes start in a second, runs stay CPU-light
     "VERACITY_LOG_LEVEL": "INFO",
+    # One (single-user) client stands for a thousand viewers and a hundred runs: lift the per-user limits.
+    "VERACITY_LIMITS__STREAMS_PER_USER": "100000",
+    "VERACITY_LIMITS__RUNS_PER_MINUTE": "100000",
+    "VERACITY_LIMITS__CONCURRENT_RUNS": "10000",
 }
 
 
