@@ -54,6 +54,8 @@ class Principal:
 
 
 LOCAL = Principal(user_id=None, name="local", is_admin=True, via="local")
+SHELL = Principal(user_id=None, name="cli", is_admin=True, via="local")
+"""Whoever runs ``veracity user|token …`` on the server's database: its administrator."""
 ANONYMOUS = Principal(user_id=None, name="anonymous", is_admin=False, via="anonymous")
 
 
@@ -80,15 +82,32 @@ def check_password(password: str) -> str:
     return password
 
 
-async def add_user(*, session: AsyncSession, username: str, password: str, is_admin: bool) -> User:
-    """A new account (the caller commits); ``BadInput`` for a bad name or password, ``Conflict`` when taken."""
+async def add_user(
+    *, session: AsyncSession, username: str, password: str, is_admin: bool, added_by: str | None, client: str = ""
+) -> User:
+    """A new account, logged in the caller's transaction: ``signup`` when ``added_by`` is None (made by its own
+    user), else ``user_added`` by ``added_by``. ``BadInput`` for a bad name or password, ``Conflict`` when taken."""
     username = check_username(username)
     check_password(password)
     if await accounts_repo.user_by_name(session=session, username=username) is not None:
         raise Conflict(messages.USERNAME_TAKEN.format(username=username))
-    return await accounts_repo.add_user(
+    user = await accounts_repo.add_user(
         session=session, username=username, password_hash=HASHER.hash(password), is_admin=is_admin
     )
+    if added_by is None:
+        await accounts_repo.log(
+            session=session, actor=username, action="signup", client=client, detail={"admin": is_admin}
+        )
+    else:
+        await accounts_repo.log(
+            session=session,
+            actor=added_by,
+            action="user_added",
+            target=f"user {username}",
+            client=client,
+            detail={"admin": is_admin},
+        )
+    return user
 
 
 async def authenticate(*, session: AsyncSession, username: str, password: str) -> User | None:
@@ -120,8 +139,11 @@ async def session_principal(*, session: AsyncSession, secret: str) -> Principal 
     return Principal(user_id=user.id, name=user.username, is_admin=user.is_admin, via="session")
 
 
-async def make_token(*, session: AsyncSession, user: User | Principal, name: str) -> tuple[ApiToken, str]:
-    """A new API token for ``user`` named ``name``: the stored row and the secret, shown once."""
+async def make_token(
+    *, session: AsyncSession, user: User | Principal, name: str, actor: str, client: str = ""
+) -> tuple[ApiToken, str]:
+    """A new API token for ``user`` named ``name``, made by ``actor`` (logged): the stored row and the secret,
+    shown once."""
     name = " ".join(name.split())[:64]
     if not name:
         raise BadInput(messages.TOKEN_NAME_EMPTY)
@@ -132,32 +154,55 @@ async def make_token(*, session: AsyncSession, user: User | Principal, name: str
     token = await accounts_repo.add_token(
         session=session, user_id=user_id, name=name, token_hash=digest(secret), prefix=secret[:10]
     )
+    await accounts_repo.log(
+        session=session,
+        actor=actor,
+        action="token_created",
+        target=f"token {token.id}",
+        client=client,
+        detail={"name": token.name, "user_id": user_id},
+    )
     return token, secret
 
 
-async def token_principal(*, session: AsyncSession, secret: str) -> tuple[Principal, bool] | None:
-    """The principal an API token signs in (and whether this use is worth a line in the security log: its first
-    in ten minutes), or None when the token is unknown or revoked. Marks the token used."""
-    if not secret.startswith(TOKEN_PREFIX):
-        return None
-    found = await accounts_repo.token_user(session=session, token_hash=digest(secret))
+async def token_principal(*, session: AsyncSession, secret: str, client: str = "", path: str = "") -> Principal | None:
+    """The principal an API token signs in, or None when the token is unknown or revoked (logged as
+    ``token_refused``). A use is marked and logged (``token_used``) once in ten minutes, not on every request."""
+    found = None
+    if secret.startswith(TOKEN_PREFIX):
+        found = await accounts_repo.token_user(session=session, token_hash=digest(secret))
     if found is None:
+        await accounts_repo.log(session=session, actor="anonymous", action="token_refused", client=client, detail={})
         return None
     token, user = found
-    worth_logging = token.last_used_at is None or utcnow() - _aware(token.last_used_at) > timedelta(minutes=10)
-    if worth_logging:
+    if token.last_used_at is None or utcnow() - _aware(token.last_used_at) > timedelta(minutes=10):
         await accounts_repo.touch_token(session=session, token_id=token.id)
-    principal = Principal(user_id=user.id, name=user.username, is_admin=user.is_admin, via="token", token_id=token.id)
-    return principal, worth_logging
+        await accounts_repo.log(
+            session=session,
+            actor=user.username,
+            action="token_used",
+            target=f"token {token.id}",
+            client=client,
+            detail={"path": path[:200]},
+        )
+    return Principal(user_id=user.id, name=user.username, is_admin=user.is_admin, via="token", token_id=token.id)
 
 
-async def revoke(*, session: AsyncSession, token_id: int, by: Principal) -> ApiToken:
-    """Revoke a token of ``by``'s (any user's when ``by`` is an admin); ``NotFound`` otherwise."""
+async def revoke(*, session: AsyncSession, token_id: int, by: Principal, client: str = "") -> ApiToken:
+    """Revoke (and log) a token of ``by``'s (any user's when ``by`` is an admin); ``NotFound`` otherwise."""
     token = await accounts_repo.revoke_token(
         session=session, token_id=token_id, user_id=None if by.is_admin else by.user_id
     )
     if token is None:
         raise NotFound(messages.TOKEN_UNKNOWN.format(token_id=token_id))
+    await accounts_repo.log(
+        session=session,
+        actor=by.name,
+        action="token_revoked",
+        target=f"token {token.id}",
+        client=client,
+        detail={"owner_id": token.user_id},
+    )
     return token
 
 

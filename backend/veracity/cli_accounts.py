@@ -8,10 +8,15 @@ import argparse
 import getpass
 import json
 import sys
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity import accounts, messages
+from veracity.accounts import SHELL
 from veracity.db import accounts_repo
 from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.db.models import User
 from veracity.errors import BadInput, Conflict, NotFound
 from veracity.settings import Settings
 
@@ -51,82 +56,83 @@ def _password(from_stdin: bool) -> str:
     return first
 
 
+async def _user_list(session: AsyncSession, _args: argparse.Namespace) -> None:
+    for user in await accounts_repo.all_users(session=session):
+        print(f"{user.id}\t{user.username}\t{'admin' if user.is_admin else 'user'}")
+
+
+async def _user_add(session: AsyncSession, args: argparse.Namespace) -> None:
+    accounts.check_username(args.username)  # before the password prompt
+    try:
+        user = await accounts.add_user(
+            session=session,
+            username=args.username,
+            password=_password(args.password_stdin),
+            is_admin=args.admin,
+            added_by=SHELL.name,
+        )
+    except Conflict as exc:  # a taken name is the caller's to change: bad input (exit 2)
+        raise BadInput(exc.message) from exc
+    print(f"added {'admin' if user.is_admin else 'user'} {user.username}")
+
+
+async def _user_password(session: AsyncSession, args: argparse.Namespace) -> None:
+    user = await _user(session, args.username)
+    password = accounts.check_password(_password(args.password_stdin))
+    await accounts_repo.set_password(session=session, user_id=user.id, password_hash=accounts.HASHER.hash(password))
+    await accounts_repo.log(
+        session=session, actor=SHELL.name, action="password_set", target=f"user {user.username}", detail={}
+    )
+    print(f"password of {user.username} set; their sessions ended")
+
+
+async def _token_create(session: AsyncSession, args: argparse.Namespace) -> None:
+    owner = await _user(session, args.username)
+    _, secret = await accounts.make_token(session=session, user=owner, name=args.name, actor=SHELL.name)
+    print(secret)
+
+
+async def _token_list(session: AsyncSession, args: argparse.Namespace) -> None:
+    for t in await accounts_repo.tokens_of(session=session, user_id=(await _user(session, args.username)).id):
+        print(f"{t.id}\t{t.name}\t{t.prefix}…\t{'revoked' if t.revoked_at else 'live'}")
+
+
+async def _token_revoke(session: AsyncSession, args: argparse.Namespace) -> None:
+    token = await accounts.revoke(session=session, token_id=args.token_id, by=SHELL)
+    print(f"revoked token {token.id} ({token.name})")
+
+
+async def _security_log(session: AsyncSession, args: argparse.Namespace) -> None:
+    for entry in await accounts_repo.security_log(session=session, limit=max(1, args.limit)):
+        row = {"at": entry.at.isoformat(), "actor": entry.actor, "action": entry.action}
+        print(json.dumps({**row, "target": entry.target, "client": entry.client, "detail": entry.detail}))
+
+
+async def _user(session: AsyncSession, username: str) -> User:
+    user = await accounts_repo.user_by_name(session=session, username=username)
+    if user is None:
+        raise NotFound(messages.USER_UNKNOWN.format(username=username))
+    return user
+
+
+COMMANDS: dict[tuple[str, str | None], Callable[[AsyncSession, argparse.Namespace], Awaitable[None]]] = {
+    ("user", "list"): _user_list,
+    ("user", "add"): _user_add,
+    ("user", "password"): _user_password,
+    ("token", "create"): _token_create,
+    ("token", "list"): _token_list,
+    ("token", "revoke"): _token_revoke,
+    ("security-log", None): _security_log,
+}
+
+
 async def run(args: argparse.Namespace, settings: Settings) -> int:
+    """One account command in one transaction (what it wrote and its log line, or nothing)."""
+    command = COMMANDS[(args.command, getattr(args, "user_command", None) or getattr(args, "token_command", None))]
     engine = make_engine(settings.database.url)
     try:
         async with make_sessionmaker(engine)() as session, session.begin():
-            if args.command == "user":
-                if args.user_command == "list":
-                    for user in await accounts_repo.all_users(session=session):
-                        print(f"{user.id}\t{user.username}\t{'admin' if user.is_admin else 'user'}")
-                    return 0
-                if args.user_command == "password":
-                    found = await accounts_repo.user_by_name(session=session, username=args.username)
-                    if found is None:
-                        raise NotFound(messages.USER_UNKNOWN.format(username=args.username))
-                    password = accounts.check_password(_password(args.password_stdin))
-                    await accounts_repo.set_password(
-                        session=session, user_id=found.id, password_hash=accounts.HASHER.hash(password)
-                    )
-                    await accounts_repo.log(
-                        session=session, actor="cli", action="password_set", target=f"user {found.username}", detail={}
-                    )
-                    print(f"password of {found.username} set; their sessions ended")
-                    return 0
-                accounts.check_username(args.username)
-                try:
-                    user = await accounts.add_user(
-                        session=session,
-                        username=args.username,
-                        password=_password(args.password_stdin),
-                        is_admin=args.admin,
-                    )
-                except Conflict as exc:  # a taken name is the caller's to change: bad input (exit 2)
-                    raise BadInput(exc.message) from exc
-                await accounts_repo.log(
-                    session=session,
-                    actor="cli",
-                    action="user_added",
-                    target=f"user {user.username}",
-                    detail={"admin": user.is_admin},
-                )
-                print(f"added {'admin' if user.is_admin else 'user'} {user.username}")
-                return 0
-            if args.command == "token":
-                if args.token_command == "revoke":
-                    token = await accounts_repo.revoke_token(session=session, token_id=args.token_id, user_id=None)
-                    if token is None:
-                        raise NotFound(messages.TOKEN_UNKNOWN.format(token_id=args.token_id))
-                    await accounts_repo.log(
-                        session=session,
-                        actor="cli",
-                        action="token_revoked",
-                        target=f"token {token.id}",
-                        detail={"owner_id": token.user_id},
-                    )
-                    print(f"revoked token {token.id} ({token.name})")
-                    return 0
-                owner = await accounts_repo.user_by_name(session=session, username=args.username)
-                if owner is None:
-                    raise NotFound(messages.USER_UNKNOWN.format(username=args.username))
-                if args.token_command == "list":
-                    for t in await accounts_repo.tokens_of(session=session, user_id=owner.id):
-                        state = "revoked" if t.revoked_at else "live"
-                        print(f"{t.id}\t{t.name}\t{t.prefix}…\t{state}")
-                    return 0
-                made, secret = await accounts.make_token(session=session, user=owner, name=args.name)
-                await accounts_repo.log(
-                    session=session,
-                    actor="cli",
-                    action="token_created",
-                    target=f"token {made.id}",
-                    detail={"name": made.name, "user": owner.username},
-                )
-                print(secret)
-                return 0
-            for entry in await accounts_repo.security_log(session=session, limit=max(1, args.limit)):
-                row = {"at": entry.at.isoformat(), "actor": entry.actor, "action": entry.action}
-                print(json.dumps({**row, "target": entry.target, "client": entry.client, "detail": entry.detail}))
-            return 0
+            await command(session, args)
+        return 0
     finally:
         await engine.dispose()

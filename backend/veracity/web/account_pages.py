@@ -141,18 +141,18 @@ async def signup(
             error = messages.PASSWORDS_DIFFER
         else:
             try:
-                user = await accounts.add_user(session=session, username=username, password=password, is_admin=first)
+                user = await accounts.add_user(
+                    session=session,
+                    username=username,
+                    password=password,
+                    is_admin=first,
+                    added_by=None,
+                    client=client_of(request),
+                )
             except (BadInput, Conflict) as exc:
                 error = exc.message
             else:
                 secret = await accounts.open_session(session=session, user=user, hours=settings.auth.session_hours)
-                await accounts_repo.log(
-                    session=session,
-                    actor=user.username,
-                    action="signup",
-                    client=client_of(request),
-                    detail={"admin": user.is_admin},
-                )
     if error is not None:
         context = {"first": first, "closed": error == messages.SIGNUP_CLOSED, "error": error, "username": username[:64]}
         return _page(request, templates, "pages/signup.html", context, status_code=403 if context["closed"] else 422)
@@ -192,14 +192,8 @@ async def token_new(
 ) -> HTMLResponse:
     try:
         async with session.begin():
-            token, secret = await accounts.make_token(session=session, user=who, name=name)
-            await accounts_repo.log(
-                session=session,
-                actor=who.name,
-                action="token_created",
-                target=f"token {token.id}",
-                client=client_of(request),
-                detail={"name": token.name},
+            _, secret = await accounts.make_token(
+                session=session, user=who, name=name, actor=who.name, client=client_of(request)
             )
     except BadInput as exc:
         return await _account(request, templates, session, who, error=exc.message, status_code=422)
@@ -213,15 +207,7 @@ async def token_revoke(
 ) -> Response:
     try:
         async with session.begin():
-            token = await accounts.revoke(session=session, token_id=token_id, by=who)
-            await accounts_repo.log(
-                session=session,
-                actor=who.name,
-                action="token_revoked",
-                target=f"token {token.id}",
-                client=client_of(request),
-                detail={"owner_id": token.user_id},
-            )
+            await accounts.revoke(session=session, token_id=token_id, by=who, client=client_of(request))
     except NotFound as exc:
         return await _account(request, templates, session, who, error=exc.message, status_code=404)
     return RedirectResponse("/account", status_code=303)
@@ -241,14 +227,13 @@ async def user_new(
         return await _account(request, templates, session, who, error=messages.ADMIN_ONLY, status_code=403)
     try:
         async with session.begin():
-            user = await accounts.add_user(session=session, username=username, password=password, is_admin=admin)
-            await accounts_repo.log(
+            await accounts.add_user(
                 session=session,
-                actor=who.name,
-                action="user_added",
-                target=f"user {user.username}",
+                username=username,
+                password=password,
+                is_admin=admin,
+                added_by=who.name,
                 client=client_of(request),
-                detail={"admin": user.is_admin},
             )
     except (BadInput, Conflict) as exc:
         return await _account(request, templates, session, who, error=exc.message, status_code=exc.status_code)

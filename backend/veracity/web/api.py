@@ -300,14 +300,8 @@ class TokenRequest(BaseModel):
 )
 async def token_create(request: Request, body: TokenRequest, session: SessionDep, who: SignedInDep) -> dict[str, Any]:
     async with session.begin():
-        token, secret = await accounts.make_token(session=session, user=who, name=body.name)
-        await accounts_repo.log(
-            session=session,
-            actor=who.name,
-            action="token_created",
-            target=f"token {token.id}",
-            client=client_of(request),
-            detail={"name": token.name},
+        token, secret = await accounts.make_token(
+            session=session, user=who, name=body.name, actor=who.name, client=client_of(request)
         )
     return {"id": token.id, "name": token.name, "token": secret, "prefix": token.prefix}
 
@@ -336,15 +330,7 @@ def token_json(token: ApiToken) -> dict[str, Any]:
 )
 async def token_revoke(request: Request, token_id: int, session: SessionDep, who: SignedInDep) -> Response:
     async with session.begin():
-        token = await accounts.revoke(session=session, token_id=token_id, by=who)
-        await accounts_repo.log(
-            session=session,
-            actor=who.name,
-            action="token_revoked",
-            target=f"token {token.id}",
-            client=client_of(request),
-            detail={"owner_id": token.user_id},
-        )
+        await accounts.revoke(session=session, token_id=token_id, by=who, client=client_of(request))
     return Response(status_code=204)
 
 

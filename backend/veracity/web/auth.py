@@ -29,7 +29,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veracity import accounts, messages
 from veracity.accounts import ANONYMOUS, LOCAL, Principal
-from veracity.db import accounts_repo
 from veracity.errors import Forbidden, Unauthorized
 from veracity.settings import Settings
 
@@ -75,33 +74,20 @@ async def principal(request: Request) -> Principal:
 
 
 async def _signed(request: Request) -> Principal:
+    """The user an API token or the session cookie names; anonymous without either. A bad token is a 401, raised
+    once the transaction that logged it has committed."""
     token = bearer(request)
     async with request.app.state.sessionmaker() as session, session.begin():
         if token is not None:
-            found = await accounts.token_principal(session=session, secret=token)
-            if found is None:
-                await accounts_repo.log(
-                    session=session, actor="anonymous", action="token_refused", client=client_of(request), detail={}
-                )
-            else:
-                who, worth_logging = found
-                if worth_logging:
-                    await accounts_repo.log(
-                        session=session,
-                        actor=who.name,
-                        action="token_used",
-                        target=f"token {who.token_id}",
-                        client=client_of(request),
-                        detail={"path": request.url.path[:200]},
-                    )
-                return who
+            who = await accounts.token_principal(
+                session=session, secret=token, client=client_of(request), path=request.url.path
+            )
         else:
             cookie = request.cookies.get(SESSION_COOKIE)
-            if cookie:
-                by_session = await accounts.session_principal(session=session, secret=cookie)
-                if by_session is not None:
-                    return by_session
-    if token is not None:  # refused after the transaction that logged it committed
+            who = await accounts.session_principal(session=session, secret=cookie) if cookie else None
+    if who is not None:
+        return who
+    if token is not None:
         raise Unauthorized(messages.TOKEN_INVALID)
     return ANONYMOUS
 
