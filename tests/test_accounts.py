@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 from typing import Any
 
-import pytest
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import func, select
 
@@ -351,7 +350,13 @@ def test_cli_users_tokens_and_the_security_log(monkeypatch, capsys, db_url) -> N
         get_settings.cache_clear()
 
 
-@pytest.mark.parametrize("path", ["/docs", "/openapi.json"])
-async def test_the_api_docs_are_open_in_single_user_mode(client_for, small_db_url, path) -> None:
+async def test_the_api_docs_are_open_in_single_user_mode_and_declare_the_account_errors(
+    client_for, small_db_url
+) -> None:
     client = await client_for(Settings(database={"url": small_db_url}, corpus={"autoload_wiki": False}))
-    assert (await client.get(path)).status_code == 200
+    docs = await client.get("/docs")
+    assert docs.status_code == 200 and "/openapi.json" in docs.text
+    schema = (await client.get("/openapi.json")).json()
+    stream = schema["paths"]["/v1/research/stream"]["post"]["responses"]
+    assert {"401", "403", "413", "429", "431"} <= set(stream)  # what a caller may meet before the run starts
+    assert "/signin" not in schema["paths"] and "/openapi.json" not in schema["paths"]  # pages are not the API

@@ -245,20 +245,25 @@ async def recent_runs(
     return result.scalars().all()
 
 
+def _of_user(user_id: int | None) -> Any:
+    """The runs of ``user_id`` (None: single-user mode's and the CLI's, which belong to no account)."""
+    return ResearchRun.user_id.is_(None) if user_id is None else ResearchRun.user_id == user_id
+
+
 async def started_since(*, session: AsyncSession, user_id: int | None, since: datetime) -> list[datetime]:
     """When the runs ``user_id`` started since ``since`` were created, oldest first (for the per-minute limit)."""
-    owner = ResearchRun.user_id.is_(None) if user_id is None else ResearchRun.user_id == user_id
     result = await session.execute(
-        select(ResearchRun.created_at).where(owner, ResearchRun.created_at >= since).order_by(ResearchRun.created_at)
+        select(ResearchRun.created_at)
+        .where(_of_user(user_id), ResearchRun.created_at >= since)
+        .order_by(ResearchRun.created_at)
     )
     return list(result.scalars().all())
 
 
 async def active_count(*, session: AsyncSession, user_id: int | None) -> int:
     """How many of ``user_id``'s runs are queued or running."""
-    owner = ResearchRun.user_id.is_(None) if user_id is None else ResearchRun.user_id == user_id
     count = await session.scalar(
-        select(func.count()).select_from(ResearchRun).where(owner, ResearchRun.status.in_(ACTIVE))
+        select(func.count()).select_from(ResearchRun).where(_of_user(user_id), ResearchRun.status.in_(ACTIVE))
     )
     return int(count or 0)
 

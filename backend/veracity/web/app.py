@@ -22,7 +22,7 @@ from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
 from veracity.web import account_pages, api, docs, pages
 from veracity.web.auth import SameOrigin, csrf_token
-from veracity.web.errors import ServerErrors, allowed_methods, error_response, http_error, wants_html
+from veracity.web.errors import ServerErrors, error_response, http_error, wants_html
 from veracity.web.limits import RequestLimits, StreamSlots
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
@@ -89,12 +89,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:
-        code, message = http_error(request, exc)
-        response = error_response(request, templates, status=exc.status_code, code=code, message=message)
-        response.headers.update(exc.headers or {})
-        if exc.status_code == 405:  # every method answered at this path, not only the first route's
-            response.headers["Allow"] = allowed_methods(request)
-        return response
+        return http_error(request, templates, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> Response:

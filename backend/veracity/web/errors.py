@@ -76,20 +76,27 @@ EVERY_ROUTE = (401, 403, 413, 431)
 REDIRECT: dict[int | str, dict[str, Any]] = {303: {"description": "Done: on to the page that shows it (`Location`)."}}
 
 
-def http_error(request: Request, exc: HTTPException) -> tuple[str, str]:
-    """(code, message) of an ``HTTPException`` Starlette or FastAPI raised itself (an unknown route, a method not
-    allowed, a body that is not JSON): in the documented shape, not FastAPI's ``{"detail": ...}``."""
+def http_error(request: Request, templates: Jinja2Templates, exc: HTTPException) -> Response:
+    """The answer to an ``HTTPException`` Starlette or FastAPI raised itself (an unknown route, a method not
+    allowed, a body that is not JSON): in the documented shape, not FastAPI's ``{"detail": ...}``; a 405's
+    ``Allow`` names every method answered at the path."""
     path = request.url.path[:200]
+    headers = dict(exc.headers or {})
     if exc.status_code == 404:
-        return "not_found", messages.ROUTE_NOT_FOUND.format(path=path)
-    if exc.status_code == 405:
-        allowed = allowed_methods(request) or (exc.headers or {}).get("Allow", "") or "none"
-        return "method_not_allowed", messages.METHOD_NOT_ALLOWED.format(
-            method=request.method, path=path, allowed=allowed
+        code, message = "not_found", messages.ROUTE_NOT_FOUND.format(path=path)
+    elif exc.status_code == 405:
+        headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
+        code = "method_not_allowed"
+        message = messages.METHOD_NOT_ALLOWED.format(
+            method=request.method, path=path, allowed=headers["Allow"] or "none"
         )
-    if exc.status_code == 400:  # FastAPI could not parse the body
-        return "bad_input", messages.BODY_UNREADABLE
-    return f"http_{exc.status_code}", messages.REQUEST_REFUSED.format(detail=exc.detail)
+    elif exc.status_code == 400:  # FastAPI could not parse the body
+        code, message = "bad_input", messages.BODY_UNREADABLE
+    else:
+        code, message = f"http_{exc.status_code}", messages.REQUEST_REFUSED.format(detail=exc.detail)
+    response = error_response(request, templates, status=exc.status_code, code=code, message=message)
+    response.headers.update(headers)
+    return response
 
 
 def allowed_methods(request: Request) -> str:
