@@ -178,7 +178,7 @@ def test_the_walk_sees_imports_inside_functions_and_type_checking_blocks() -> No
 
 def test_the_web_uses_the_run_service_for_runs_only() -> None:
     """Handlers take the templates, settings, sessions and the judge from ``web/deps.py``; ``service.`` is for
-    run operations (start, follow, cancel, re-run), never a way to reach the rest of the process."""
+    run operations (start, follow, cancel, re-run, follow up, refresh), never a way to reach the rest of the process."""
     reached = {
         f"{name}:{node.lineno} service.{node.attr}"
         for name, _, text in sources()
@@ -187,6 +187,6 @@ def test_the_web_uses_the_run_service_for_runs_only() -> None:
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == "service"
-        and node.attr not in {"start", "tail", "cancel", "rerun"}
+        and node.attr not in {"start", "tail", "cancel", "rerun", "follow_up", "refresh"}
     }
     assert reached == set()

@@ -107,3 +107,28 @@ INGEST_TOO_MANY = (
     "{path}: {count:,} documents in one file is more than this server ingests ({limit:,}; "
     "VERACITY_CORPUS__MAX_DOCUMENTS_PER_FILE); nothing of it was stored."
 )
+
+
+# ---- uploads and corpora (the browser's documents) -----------------------------------------------------------------
+UPLOAD_NO_FILES = "Choose at least one file to upload (.md .txt .html .pdf .jsonl)."
+UPLOAD_NO_NAME = "A file was sent without a usable name; it was not read."
+UPLOAD_BAD_NAME = "Refused '{name}': its name cannot be stored (rename the file)."
+UPLOAD_DUPLICATE = "Refused the second '{name}': a file of that name was already sent in this upload."
+UPLOAD_TOO_MANY_FILES = (
+    "{count} files in one upload is more than this server takes ({limit}; VERACITY_CORPUS__MAX_UPLOAD_FILES)."
+)
+UPLOAD_FAILED = "The upload stopped: {reason}. Files finished before it stay stored."
+UPLOAD_CUT_OFF = "The upload was cut off (the server stopped during it). Files stored before that: {stored}."
+UPLOAD_UNKNOWN = "No upload {upload_id}."
+UPLOAD_CORPUS_NEEDED = "Name the corpus to upload into: pick one of yours or type a new name."
+CORPUS_NOT_YOURS = "Corpus '{corpus}' is not yours to change: ask its owner or an admin."
+CORPUS_TAKEN = "The name '{corpus}' is taken by a corpus you cannot change; choose another name."
+CORPUS_GONE = "No corpus '{corpus}'."
+DOCUMENT_GONE = "No document {document} in corpus '{corpus}'."
+CORPUS_UPLOADING = "Corpus '{corpus}' is receiving an upload ({upload}); delete it once that upload has ended."
+
+# ---- follow-ups, refreshes and version changes ---------------------------------------------------------------------
+REFRESH_UNDER_WAY = "Run {run_id} is being refreshed already (run {refresh}); its next version comes when that ends."
+RUN_NOT_FINISHED = "Run {run_id} has no finished report to build on yet (it is {status})."
+FOLLOW_UP_EMPTY = "Type the follow-up question."
+VERSIONS_SAME = "Pick two different versions to compare."

@@ -204,3 +204,21 @@ class GroundingJudge(Protocol):
     name: str
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement: ...
+
+
+@dataclass(frozen=True)
+class Thread:
+    """What a follow-up run knows of the run it follows: its question, its report's section titles, and the
+    passages its report quoted (as hits a retrieve branch may read again, keyed ``parent:…``)."""
+
+    parent_id: str
+    question: str
+    sections: tuple[str, ...] = ()
+    passages: tuple[SearchHit, ...] = ()
+
+    def framed(self, question: str) -> str:
+        """The follow-up as a planner reads it: the question, then what it follows."""
+        covered = "; ".join(self.sections)
+        return f"{question}\n(Follow-up to the earlier question: {self.question}" + (
+            f" — whose report covered: {covered})" if covered else ")"
+        )

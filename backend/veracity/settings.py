@@ -84,6 +84,12 @@ class CorpusSettings(BaseModel):
         ge=1,
         description="Most documents one file (a JSONL) may hold; a file with more is refused whole.",
     )
+    max_upload_bytes: int = Field(
+        default=100_000_000,
+        ge=10_000,
+        description="Largest upload from the browser or the API, all its files together (413 over it).",
+    )
+    max_upload_files: int = Field(default=50, ge=1, le=1000, description="Most files one upload may send.")
 
 
 class LimitSettings(BaseModel):

@@ -7,6 +7,7 @@ skipped; the files before and after it are still ingested, and the report says w
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -20,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.corpus.readers import SUPPORTED, read_file
-from veracity.db.corpus_repo import DocumentIn, upsert_document
+from veracity.db.corpus_repo import DocumentIn, ensure_corpus, upsert_document
 from veracity.db.failures import public_error
 from veracity.db.models import DOC_ID_MAX
 from veracity.domain import WEB_SOURCE
@@ -196,13 +197,15 @@ async def ingest_documents(
     report: IngestReport,
     batch: int = 1000,
     progress: Callable[[int], None] | None = None,
+    owner: int | None = None,
 ) -> None:
     """Upsert documents in one transaction: all of them are stored or none (``report`` is counted only once they
     are). Written in batches, each flushed and then let go of, so a large file does not pile up in the session;
-    ``progress`` hears each batch written (not yet committed)."""
+    ``progress`` hears each batch written (not yet committed). A corpus made here is ``owner``'s (None: shared)."""
     counted = IngestReport()
     pending: list[DocumentIn] = []
     async with sessionmaker() as session, session.begin():
+        await ensure_corpus(session=session, name=corpus, user_id=owner)
 
         async def flush() -> None:
             for doc in pending:
@@ -230,11 +233,12 @@ async def ingest_path(
     progress: IngestListener | None = None,
     max_file_bytes: int | None = None,
     max_documents: int | None = None,
+    owner: int | None = None,
 ) -> IngestReport:
     """Ingest a file or every supported file under a folder; a file over ``max_file_bytes`` or holding more than
     ``max_documents`` documents is refused whole (the CLI passes ``VERACITY_CORPUS__``'s limits; None: no limit).
     ``progress`` hears the file count first (the folder is listed before anything is read), each batch of a file's
-    documents stored, and each file done."""
+    documents stored, and each file done. A corpus made by it is ``owner``'s (None: shared, as the CLI makes)."""
     check_corpus_name(corpus)
     root, files, refused = discover(path)
     report = IngestReport()
@@ -260,7 +264,7 @@ async def ingest_path(
                 raise IngestError(
                     messages.INGEST_TOO_LARGE.format(path=shown_path(file), size=size, limit=max_file_bytes)
                 )
-            docs = read_file(file, doc_id)
+            docs = await asyncio.to_thread(read_file, file, doc_id)  # parsing a PDF is CPU work: off the loop
             if max_documents is not None and len(docs) > max_documents:
                 raise IngestError(
                     messages.INGEST_TOO_MANY.format(path=shown_path(file), count=len(docs), limit=max_documents)
@@ -285,6 +289,7 @@ async def ingest_path(
                 chunk_chars=chunk_chars,
                 report=report,
                 progress=stored_batch if progress else None,
+                owner=owner,
             )
         except (SQLAlchemyError, UnicodeError, ValueError) as exc:  # rolled back whole: the next file goes on
             reason = public_error(exc, where=f"ingest of {shown_path(file)}")

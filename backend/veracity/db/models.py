@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -44,6 +45,7 @@ class Base(DeclarativeBase):
 
 class ResearchRun(Base):
     __tablename__ = "research_runs"
+    __table_args__ = (Index("ix_research_runs_question_key", "question_key", "template_id", "created_at"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     template_id: Mapped[str] = mapped_column(String(64))
@@ -69,6 +71,12 @@ class ResearchRun(Base):
     """How many times another process took the run over after its executor died (bounded by ``max_resumes``)."""
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True, index=True)
     """Whose run it is (only they and admins see it); None: started in single-user mode or from the CLI."""
+    parent_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    """The run this one follows up (its planner saw the parent's question and sections)."""
+    refresh_of: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    """The run whose next artifact version this run writes when it ends (a refresh), when it is one."""
+    question_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """SHA-256 of the question, indexed with the template: a question's other runs in one index range."""
 
 
 class RunEvent(Base):
@@ -128,6 +136,46 @@ class Document(Base):
     source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     content_hash: Mapped[str] = mapped_column(String(64))
     published: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Corpus(Base):
+    """A corpus and whose it is: ``user_id`` None is shared (made by the CLI or bundled; everyone searches it),
+    otherwise only its owner and admins see, search, add to or delete it. Its documents name it by ``corpus``."""
+
+    __tablename__ = "corpora"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Upload(Base):
+    """Files sent from the browser or the API into a corpus: ``status`` pending|running|done|failed, ``report`` the
+    ingest's report so far (per file: ingested, unchanged or refused and why)."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    corpus: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True, index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UploadEvent(Base):
+    """One step of an upload's progress, numbered per upload (its SSE stream's ids)."""
+
+    __tablename__ = "upload_events"
+    __table_args__ = (UniqueConstraint("upload_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    upload_id: Mapped[str] = mapped_column(ForeignKey("uploads.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
 from veracity.errors import LeaseLost, RunCancelled
+from veracity.text import sha256_hex
 
 ACTIVE = ("pending", "running")
 RUN_EVENTS_CHANNEL = "veracity_run_events"
@@ -27,6 +28,11 @@ class Fence:
     run_id: str
     owner: str
     generation: int
+
+
+def question_key(question: str) -> str:
+    """The indexed key of a question's runs (its SHA-256)."""
+    return sha256_hex(question)
 
 
 def _rows(result: object) -> int:
@@ -67,9 +73,11 @@ async def create_run(
     owner: str | None = None,
     rerun_of: str | None = None,
     user_id: int | None = None,
+    parent_id: str | None = None,
+    refresh_of: str | None = None,
 ) -> ResearchRun:
-    """A pending run (``user_id``: whose; None in single-user mode); with ``owner``, already claimed by it
-    (generation 1)."""
+    """A pending run (``user_id``: whose; None in single-user mode; ``parent_id``: the run it follows up;
+    ``refresh_of``: the run it refreshes); with ``owner``, already claimed by it (generation 1)."""
     run = ResearchRun(
         id=run_id,
         template_id=template_id,
@@ -82,6 +90,9 @@ async def create_run(
         lease_generation=1 if owner else 0,
         rerun_of=rerun_of,
         user_id=user_id,
+        parent_id=parent_id,
+        refresh_of=refresh_of,
+        question_key=question_key(question),
     )
     session.add(run)
     await session.flush()
@@ -234,7 +245,7 @@ async def recent_runs(
 ) -> Sequence[ResearchRun]:
     """Runs newest first: those ``visible`` to the reader (all without), whose question contains ``query`` (any
     case), a page of ``limit`` from ``offset``."""
-    statement = select(ResearchRun)
+    statement = select(ResearchRun).where(ResearchRun.refresh_of.is_(None))  # a refresh shows on its run's page
     if visible is not None:
         statement = statement.where(visible.clause())
     if query:
@@ -290,7 +301,12 @@ async def runs_of_question(
     """Other runs of the same question with the same template, newest first (a question's history)."""
     result = await session.execute(
         select(ResearchRun)
-        .where(ResearchRun.question == question, ResearchRun.template_id == template_id, ResearchRun.id != exclude)
+        .where(
+            ResearchRun.question_key == question_key(question),
+            ResearchRun.template_id == template_id,
+            ResearchRun.question == question,
+            ResearchRun.id != exclude,
+        )
         .order_by(ResearchRun.created_at.desc())
         .limit(limit)
     )
@@ -436,5 +452,40 @@ async def latest_artifact(*, session: AsyncSession, run_id: str) -> ArtifactVers
 async def artifact_versions(*, session: AsyncSession, run_id: str) -> Sequence[ArtifactVersion]:
     result = await session.execute(
         select(ArtifactVersion).where(ArtifactVersion.run_id == run_id).order_by(ArtifactVersion.version)
+    )
+    return result.scalars().all()
+
+
+async def children_of(*, session: AsyncSession, run_id: str, limit: int = 20) -> Sequence[ResearchRun]:
+    """The follow-ups of ``run_id``, oldest first."""
+    result = await session.execute(
+        select(ResearchRun).where(ResearchRun.parent_id == run_id).order_by(ResearchRun.created_at).limit(limit)
+    )
+    return result.scalars().all()
+
+
+async def active_refresh(*, session: AsyncSession, run_id: str) -> str | None:
+    """A refresh of ``run_id`` still queued or running (its id), if any."""
+    return await session.scalar(
+        select(ResearchRun.id).where(ResearchRun.refresh_of == run_id, ResearchRun.status.in_(ACTIVE)).limit(1)
+    )
+
+
+async def refresh_target(*, session: AsyncSession, run_id: str) -> str | None:
+    """The run whose next version ``run_id`` writes (a refresh), when it still exists."""
+    target = await session.scalar(select(ResearchRun.refresh_of).where(ResearchRun.id == run_id))
+    if target is None:
+        return None
+    return await session.scalar(select(ResearchRun.id).where(ResearchRun.id == target))
+
+
+async def latest_version_number(*, session: AsyncSession, run_id: str) -> int | None:
+    return await session.scalar(select(func.max(ArtifactVersion.version)).where(ArtifactVersion.run_id == run_id))
+
+
+async def refreshes_of(*, session: AsyncSession, run_id: str, limit: int = 10) -> Sequence[ResearchRun]:
+    """The refreshes of ``run_id``, newest first."""
+    result = await session.execute(
+        select(ResearchRun).where(ResearchRun.refresh_of == run_id).order_by(ResearchRun.created_at.desc()).limit(limit)
     )
     return result.scalars().all()

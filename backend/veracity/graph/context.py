@@ -9,7 +9,16 @@ from typing import Any, TypeVar
 
 from veracity.events import Event
 from veracity.guards.screen_model import LearnedScreen, learned_screen
-from veracity.ports import Composer, GroundingJudge, HitRanker, PageSource, Planner, Reviewer, SearchProvider
+from veracity.ports import (
+    Composer,
+    GroundingJudge,
+    HitRanker,
+    PageSource,
+    Planner,
+    Reviewer,
+    SearchProvider,
+    Thread,
+)
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.relevance import RelevanceScorer
 from veracity.settings import LimitSettings
@@ -109,6 +118,8 @@ class Context:
     assignment all fall back to words, and the run says so)."""
     max_candidates: int = 48
     """Most candidate sentences one retrieve branch scores for relevance (each costs an embedding)."""
+    thread: Thread | None = None
+    """The run this one follows up (its question, sections and quoted passages); None for a first question."""
 
     @property
     def relevance(self) -> RelevanceScorer:

@@ -11,7 +11,7 @@ from veracity.domain import WEB_SOURCE
 from veracity.events import Event, ModelCall, RunStarted
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.models.usage import UsageMeter, current_listener, current_meter
-from veracity.ports import HitRanker, SearchProvider
+from veracity.ports import HitRanker, SearchProvider, Thread
 from veracity.runs.journal import Journal
 from veracity.runs.providers import Providers
 from veracity.search.providers import WebRetrieval
@@ -32,6 +32,7 @@ def run_context(
     web: WebRetrieval | None,
     ranker: HitRanker | None,
     semantics: Semantics,
+    thread: Thread | None = None,
 ) -> Context:
     """The run's context; also sets the calling task's usage meter and model-call listener (context variables:
     every model call the run's graph makes from this task is counted against the template's budgets and streamed
@@ -73,6 +74,7 @@ def run_context(
         audit=audit,
         semantic=semantics.model,
         max_candidates=settings.semantic.max_candidates,
+        thread=thread,
     )
 
 

@@ -130,6 +130,16 @@ class Journal:
             artifact = await runs_repo.add_artifact_version(
                 session=session, run_id=run_id, report=report, markdown=markdown
             )
+            target = await runs_repo.refresh_target(session=session, run_id=run_id)
+            if target is not None:  # a refresh: its report is also the refreshed run's next version
+                refreshed = candidate.model_copy(update={"run_id": target})
+                refreshed.metrics = {**candidate.metrics, "refreshed_by": run_id}
+                await runs_repo.add_artifact_version(
+                    session=session,
+                    run_id=target,
+                    report=refreshed.model_dump(mode="json"),
+                    markdown=render_markdown(refreshed),
+                )
             await runs_repo.set_run_status(
                 session=session,
                 run_id=run_id,

@@ -24,7 +24,7 @@ from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.failures import public_error
 from veracity.db.models import ResearchRun, RunEvent
-from veracity.errors import LeaseLost, NotFound, RunCancelled
+from veracity.errors import Conflict, LeaseLost, NotFound, RunCancelled
 from veracity.events import Event
 from veracity.graph.builder import build_graph, build_redraft_graph
 from veracity.graph.state import GraphOutput, RunInput
@@ -38,6 +38,7 @@ from veracity.runs.leases import Leases
 from veracity.runs.providers import Providers
 from veracity.runs.queue import RunQueue
 from veracity.runs.resume import Resumer, Resumption, checkpointer_of, thread_config
+from veracity.runs.thread import load_thread
 from veracity.search.providers import WebRetrieval, hit_ranker, local_search, web_retrieval
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.settings import Settings
@@ -132,10 +133,14 @@ class RunService:
         providers: Providers | None = None,
         rerun_of: str | None = None,
         user_id: int | None = None,
+        reader: runs_repo.Visibility | None = None,
+        parent_id: str | None = None,
+        refresh_of: str | None = None,
     ) -> str:
-        """Validate and persist the run (``rerun_of``: the run it re-runs; ``user_id``: whose run it is), then
-        queue it for a worker (with ``queue``; not a run given its own ``providers``, which exist only here) or start
-        executing it here in the background. Returns the run ID."""
+        """Validate and persist the run (``rerun_of``: the run it re-runs; ``user_id``: whose run it is; ``reader``:
+        whose corpora it may search, None: all; ``parent_id``: the run it follows up; ``refresh_of``: the run whose
+        next version it writes), then queue it for a worker (with ``queue``; not a run given its own ``providers``,
+        which exist only here) or start executing it here in the background. Returns the run ID."""
         started = time.perf_counter()
         question, spec, corpus = await validate_request(
             question=question,
@@ -145,6 +150,7 @@ class RunService:
             registry=self.registry,
             web=self.web is not None,
             sessionmaker=self.sessionmaker,
+            reader=reader,
         )
         run_id = uuid.uuid4().hex
         queue = self.queue if providers is None else None
@@ -159,6 +165,8 @@ class RunService:
                 owner=None if queue else self.owner,  # a queued run is claimed by the worker that takes it
                 rerun_of=rerun_of,
                 user_id=user_id,
+                parent_id=parent_id,
+                refresh_of=refresh_of,
             )
             if queue:
                 await queue.enqueue(session=session, run_id=run_id)
@@ -196,15 +204,64 @@ class RunService:
         """Ask a run to stop, whichever process executes it (``Journal.cancel``)."""
         return await self.journal.cancel(run_id)
 
-    async def rerun(self, run_id: str, user_id: int | None = None) -> str:
-        """A new run of ``run_id``'s question, template and corpus, linked to it (``user_id``'s); its ID."""
+    async def rerun(self, run_id: str, user_id: int | None = None, reader: runs_repo.Visibility | None = None) -> str:
+        """A new run of ``run_id``'s question, template and corpus, linked to it (``user_id``'s, searching what
+        ``reader`` may); its ID."""
         async with self.sessionmaker() as session:
             run = await runs_repo.get_run(session=session, run_id=run_id)
         if run is None:
             raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
         return await self.start(
-            question=run.question, template=run.template_id, corpus=run.corpus, rerun_of=run_id, user_id=user_id
+            question=run.question,
+            template=run.template_id,
+            corpus=run.corpus,
+            rerun_of=run_id,
+            user_id=user_id,
+            reader=reader,
         )
+
+    async def follow_up(
+        self, run_id: str, question: str, user_id: int | None = None, reader: runs_repo.Visibility | None = None
+    ) -> str:
+        """A new run asking ``question`` after ``run_id`` (same template and corpus), linked to it as its parent:
+        its planner reads the parent's question and sections, its retrieval may reuse the parent's quotes."""
+        run = await self._finished(run_id)
+        return await self.start(
+            question=question,
+            template=run.template_id,
+            corpus=run.corpus,
+            parent_id=run_id,
+            user_id=user_id,
+            reader=reader,
+        )
+
+    async def refresh(self, run_id: str, user_id: int | None = None, reader: runs_repo.Visibility | None = None) -> str:
+        """Run ``run_id``'s question, template and corpus again as they are now; when that run ends its report
+        becomes ``run_id``'s next artifact version. ``Conflict`` while another refresh of it is under way."""
+        run = await self._finished(run_id)
+        async with self.sessionmaker() as session:
+            busy = await runs_repo.active_refresh(session=session, run_id=run_id)
+        if busy is not None:
+            raise Conflict(messages.REFRESH_UNDER_WAY.format(run_id=run_id, refresh=busy))
+        return await self.start(
+            question=run.question,
+            template=run.template_id,
+            corpus=run.corpus,
+            refresh_of=run_id,
+            user_id=user_id,
+            reader=reader,
+        )
+
+    async def _finished(self, run_id: str) -> ResearchRun:
+        """``run_id`` if it has finished with a report; ``NotFound`` / ``Conflict`` otherwise."""
+        async with self.sessionmaker() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+            artifact = None if run is None else await runs_repo.latest_artifact(session=session, run_id=run_id)
+        if run is None:
+            raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+        if run.status in runs_repo.ACTIVE or artifact is None:
+            raise Conflict(messages.RUN_NOT_FINISHED.format(run_id=run_id, status=run.status))
+        return run
 
     async def wait(self, run_id: str) -> None:
         task = self._tasks.get(run_id)
@@ -265,7 +322,10 @@ class RunService:
                 await runs_repo.set_run_status(
                     session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
                 )
+            async with self.sessionmaker() as session:
+                thread = await load_thread(session=session, run_id=run_id)
             context = run_context(
+                thread=thread,
                 run_id=run_id,
                 spec=spec,
                 corpus=corpus,

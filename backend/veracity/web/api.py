@@ -59,7 +59,11 @@ async def research_stream(
     slot = streams(request).take(who)
     try:
         run_id = await service.start(
-            question=body.question, template=body.template, corpus=body.corpus, user_id=who.user_id
+            question=body.question,
+            template=body.template,
+            corpus=body.corpus,
+            user_id=who.user_id,
+            reader=who.visibility,
         )
     except BaseException:
         streams(request).give(slot)
@@ -127,7 +131,7 @@ async def research_rerun(
     await run_or_404(session, run_id, who.visibility)
     await session.close()
     await check_run_quota(sessionmaker, who, settings.limits)
-    new_id = await service.rerun(run_id, user_id=who.user_id)
+    new_id = await service.rerun(run_id, user_id=who.user_id, reader=who.visibility)
     response.headers["Location"] = f"/v1/research/{new_id}"
     return {"run_id": new_id, "rerun_of": run_id}
 

@@ -15,18 +15,20 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException
 
 from veracity import __version__
+from veracity.corpus.uploads import sweep_stale
 from veracity.errors import TooMany, Unauthorized, VeracityError
 from veracity.fetch.canonical import host_of, link_url
 from veracity.runs.floor import fallback_kind
 from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
-from veracity.web import account_pages, api, docs, pages
+from veracity.web import account_pages, api, corpora_api, corpora_pages, docs, pages, thread_api, thread_pages
 from veracity.web.auth import SameOrigin, csrf_token
 from veracity.web.errors import ServerErrors, error_response, http_error, wants_html
 from veracity.web.limits import RequestLimits, StreamSlots
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
-from veracity.web.view import age, report_reference_numbers
+from veracity.web.uploads import Uploads
+from veracity.web.view import age, report_reference_numbers, size
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +50,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             # Every page says so when meaning cannot decide (the model did not load): never silently lexical.
             app.state.templates.env.globals["relevance_notice"] = runtime.semantics.notice
             app.state.graph_shape = graph_shape(runtime.graph)
-            yield
+            uploads = app.state.uploads = Uploads(runtime.sessionmaker, settings)
+            uploads.model = runtime.semantics.model
+            swept = await sweep_stale(runtime.sessionmaker)
+            if swept:
+                logger.warning("%d upload(s) cut off by an earlier stop were marked failed", swept)
+            try:
+                yield
+            finally:
+                await uploads.shutdown(settings.worker.shutdown_seconds)
 
     # The API's docs are routes of their own (web/docs.py): behind sign-in once there are accounts.
     app = FastAPI(
@@ -59,6 +69,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     templates.env.filters["host"] = host_of
     templates.env.filters["refnumbers"] = report_reference_numbers
     templates.env.filters["age"] = age
+    templates.env.filters["size"] = size
     templates.env.filters["link_url"] = link_url
     templates.env.filters["fallback_kind"] = fallback_kind
     templates.env.globals["csrf_token"] = csrf_token
@@ -68,10 +79,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.add_middleware(ServerErrors, templates=templates)  # inside SecurityHeaders: a 500 page gets them too
     app.add_middleware(SecurityHeaders)
     app.add_middleware(SameOrigin, settings=settings)
-    app.add_middleware(RequestLimits, limits=settings.limits)
+    app.add_middleware(RequestLimits, limits=settings.limits, upload_bytes=settings.corpus.max_upload_bytes)
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(thread_api.router)
+    app.include_router(thread_pages.router)
+    app.include_router(corpora_api.router)
+    app.include_router(corpora_pages.router)
     app.include_router(account_pages.router)
     app.include_router(docs.router)
 

@@ -9,6 +9,7 @@ as soon as the bytes read pass the limit (the rest is never buffered). The per-u
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -28,10 +29,15 @@ from veracity.settings import LimitSettings
 T = TypeVar("T")
 
 
+UPLOAD_PATHS = re.compile(r"^/(corpora/upload|v1/corpora/[^/]+/documents)$")
+"""The routes that take files: their body limit is the upload limit (``VERACITY_CORPUS__MAX_UPLOAD_BYTES``)."""
+
+
 class RequestLimits:
-    def __init__(self, app: ASGIApp, limits: LimitSettings) -> None:
+    def __init__(self, app: ASGIApp, limits: LimitSettings, upload_bytes: int) -> None:
         self.app = app
         self.limits = limits
+        self.upload_bytes = upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -42,7 +48,8 @@ class RequestLimits:
         if len(headers) > self.limits.max_headers or size > self.limits.max_header_bytes:
             await _refuse(scope, receive, send, 431, "headers_too_large", messages.HEADERS_TOO_LARGE)
             return
-        limit = self.limits.max_body_bytes
+        uploading = scope.get("method") == "POST" and UPLOAD_PATHS.match(scope.get("path", "")) is not None
+        limit = self.upload_bytes if uploading else self.limits.max_body_bytes
         declared = next((v for k, v in headers if k.lower() == b"content-length"), None)
         if declared is not None and (not declared.isdigit() or len(declared) > 15 or int(declared) > limit):
             await _refuse(scope, receive, send, 413, "body_too_large", messages.BODY_TOO_LARGE.format(limit=limit))

@@ -33,6 +33,7 @@ from veracity.web.errors import EVERY_ROUTE, REDIRECT, error_responses
 from veracity.web.limits import StreamSlots, check_run_quota
 from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
 from veracity.web.sse import page_stream
+from veracity.web.thread_pages import thread_of
 from veracity.web.topology import layout
 
 router = APIRouter(responses=error_responses(*EVERY_ROUTE, 404, 422, 429, html=True))
@@ -56,7 +57,7 @@ async def _home(
     runs = await runs_repo.recent_runs(
         session=session, visible=who.visibility, query=query, offset=(page - 1) * PER_PAGE, limit=PER_PAGE + 1
     )
-    corpora = await corpus_repo.corpus_counts(session=session)
+    corpora = await corpus_repo.usable_corpora(session=session, user_id=who.user_id, every=who.is_admin)
     return templates.TemplateResponse(
         request,
         "pages/home.html",
@@ -107,7 +108,13 @@ async def start_run(
     form = {"question": question, "template": template, "corpus": corpus}
     try:
         await check_run_quota(sessionmaker, who, settings.limits)
-        run_id = await service.start(question=question, template=template, corpus=corpus or None, user_id=who.user_id)
+        run_id = await service.start(
+            question=question,
+            template=template,
+            corpus=corpus or None,
+            user_id=who.user_id,
+            reader=who.visibility,
+        )
     except (BadInput, TooMany) as exc:
         response = await _home(
             request,
@@ -170,7 +177,9 @@ async def rerun_run(
     await run_or_404(session, run_id, who.visibility)
     await session.close()
     await check_run_quota(sessionmaker, who, settings.limits)
-    return RedirectResponse(f"/runs/{await service.rerun(run_id, user_id=who.user_id)}", status_code=303)
+    return RedirectResponse(
+        f"/runs/{await service.rerun(run_id, user_id=who.user_id, reader=who.visibility)}", status_code=303
+    )
 
 
 @router.get("/runs/{run_id}/delete", response_class=HTMLResponse)
@@ -213,6 +222,10 @@ async def run_page(
     # The `complete` event names the version it wrote, in the same transaction: the latest one. Only a page asked
     # for another version reads the stored artifacts.
     latest_version = view.version
+    if view.finished and version is None:
+        # A refresh writes later versions of this run after its `complete` event: show the newest.
+        newest = await runs_repo.latest_version_number(session=session, run_id=run_id)
+        version = newest if newest and newest != view.version else None
     if version is not None:
         versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
         chosen = version_or_404(run, versions, version)
@@ -238,6 +251,7 @@ async def run_page(
             "base_url": str(request.base_url),
             "sections": spec.sections if spec else [],
             "same_question": same_question,
+            "thread": await thread_of(session, run, who),
             "attribution": ATTRIBUTION,
             "mismatch": corpus_mismatch(registry.all(), spec, run.corpus, settings.corpus.default),
         },

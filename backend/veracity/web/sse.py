@@ -16,13 +16,13 @@ from weakref import WeakKeyDictionary
 from fastapi.templating import Jinja2Templates
 from sse_starlette import ServerSentEvent
 
-from veracity.db.models import RunEvent
+from veracity.db.models import RunEvent, UploadEvent
 from veracity.events import RetrieveComplete
 from veracity.runs.reducer import RunView, StoredEvent, apply
 from veracity.web.topology import GraphShape, layout
 
 
-def json_message(event: RunEvent) -> ServerSentEvent:
+def json_message(event: RunEvent | UploadEvent) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(event.payload, separators=(",", ":")), event=event.name, id=str(event.seq))
 
 
@@ -103,3 +103,27 @@ async def page_stream(
             messages.insert(-1, ServerSentEvent(data=html, event="audit", id=str(event.seq)))
         for message in messages:
             yield message
+
+
+# ---- uploads: the same two shapes, for an upload's progress events --------------------------------------------------
+
+
+async def upload_json_stream(events: AsyncIterator[UploadEvent]) -> AsyncIterator[ServerSentEvent]:
+    async for event in events:
+        yield json_message(event)
+
+
+async def upload_page_stream(
+    templates: Jinja2Templates, events: AsyncIterator[UploadEvent]
+) -> AsyncIterator[ServerSentEvent]:
+    """Per upload event: its row in the file list (``file``), the upload's status line (``status``), and, after
+    the last, ``done`` (the page's ``sse-close``)."""
+    async for event in events:
+        seq = str(event.seq)
+        if event.name == "file_done":
+            row = _render(templates, "partials/_upload_file.html", step=event.payload)
+            yield ServerSentEvent(data=row, event="file", id=seq)
+        status = _render(templates, "partials/_upload_status.html", last=event)
+        yield ServerSentEvent(data=status, event="status", id=seq)
+        if event.name in ("upload_complete", "upload_failed"):
+            yield ServerSentEvent(data="finished", event="done", id=seq)

@@ -28,3 +28,12 @@ def age(when: datetime, now: datetime | None = None) -> str:
         return f"{seconds // 3600} h ago"
     days = seconds // 86400
     return f"{days} day{'s' if days != 1 else ''} ago"
+
+
+def size(chars: int) -> str:
+    """A text's size for a listing: "840 characters", "12 k characters", "3.4 M characters"."""
+    if chars < 10_000:
+        return f"{chars:,} characters"
+    if chars < 1_000_000:
+        return f"{chars // 1000:,} k characters"
+    return f"{chars / 1_000_000:.1f} M characters"

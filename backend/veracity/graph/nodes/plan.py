@@ -14,13 +14,16 @@ from veracity.errors import MalformedOutput, ModelError
 from veracity.events import BranchPending, PlannedSubtask, PlannerComplete, RetrieveMapStarted
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
+from veracity.ports import Thread
 from veracity.specs.models import Spec
 from veracity.text import content_terms
 
 logger = logging.getLogger(__name__)
 
 
-def heuristic_plan(question: str, spec: Spec) -> list[Subtask]:
+def heuristic_plan(question: str, spec: Spec, thread: Thread | None = None) -> list[Subtask]:
+    """One subtask per evidence section. A follow-up's searches carry the earlier question's words after its own
+    ("and its cost?" after "the history of the electric car" searches for the electric car's cost)."""
     sections = spec.evidence_sections
     # Required sections first so a tight subtask budget never drops them.
     ordered = [s for s in sections if s.required] + [s for s in sections if not s.required]
@@ -29,6 +32,8 @@ def heuristic_plan(question: str, spec: Spec) -> list[Subtask]:
     for i, section in enumerate(ordered[:n]):
         sub_question = section.query_hint.format(question=question.strip())
         focus = content_terms(question)
+        if thread is not None:
+            focus += [t for t in content_terms(thread.question) if t not in focus]
         # The question's own words first (they carry relevance); the section's phrasing second.
         queries = [" ".join(focus) or question.strip()]
         if spec.budgets.queries_per_subtask > 1 and sub_question.strip().lower() != question.strip().lower():
@@ -67,15 +72,28 @@ async def plan(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     planner: str = "heuristic"
     reflection_added: list[str] | None = None
     subtasks: list[Subtask] = []
+    thread = ctx.thread
+    if thread is not None:
+        await ctx.audit(
+            "plan",
+            0,
+            {
+                "follows": thread.parent_id,
+                "parent_question": thread.question,
+                "parent_sections": list(thread.sections),
+                "parent_passages": len(thread.passages),
+            },
+        )
     if ctx.planner is not None:
         try:
-            subtasks, reflection_added = await ctx.planner.plan(state["question"], spec)
+            asked = thread.framed(state["question"]) if thread is not None else state["question"]
+            subtasks, reflection_added = await ctx.planner.plan(asked, spec)
             planner = ctx.planner.name
         except (MalformedOutput, ModelError) as exc:
             # A plan is not a claim: a failed model planner costs the run nothing but its plan.
             planner = f"heuristic (the model planner failed: {str(exc)[:200]})"
             await ctx.audit("plan", 0, {"planner": ctx.planner.name, "failure": str(exc)[:500]})
-    subtasks = ensure_core_sections(subtasks or heuristic_plan(state["question"], spec), spec)
+    subtasks = ensure_core_sections(subtasks or heuristic_plan(state["question"], spec, thread), spec)
     cover = coverage(subtasks, spec)
     unrouted = [sid for sid, ids in cover.items() if not ids]
     logger.info("run %s planned %d subtasks (%s)", state["run_id"], len(subtasks), planner)

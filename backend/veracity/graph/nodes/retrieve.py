@@ -89,7 +89,9 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     )
 
 
-async def _open_local(ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[OpenedSource]) -> bool:
+async def _open_local(
+    ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[OpenedSource], cache: str = "none"
+) -> bool:
     order = await ctx.coordinator.claim(hit.key)
     if order is None:
         return False
@@ -102,7 +104,7 @@ async def _open_local(ctx: Context, hit: SearchHit, stat: BranchStat, sources: l
             title=hit.title,
             url=hit.url,
             status="ok",
-            cache="none",
+            cache=cache,
             bytes=len(hit.text.encode()),
             published=hit.published,
             rank=hit.rank_terms,
@@ -146,6 +148,10 @@ async def _search_and_read(
             if found and not sources[-1].shared:
                 addressed.append((hit, found))
             per_hit.append(candidates)
+    for hit in ctx.thread.passages if ctx.thread is not None else ():
+        # A follow-up may reuse what its parent quoted: each passage read once per run, by the first branch here.
+        if await _open_local(ctx, hit, stat, sources, cache="parent run"):
+            per_hit.append(read_passage(hit, datetime.now(UTC).isoformat(timespec="seconds"))[0])
     return round_robin(per_hit, ctx.max_candidates)
 
 

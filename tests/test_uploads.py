@@ -1,0 +1,233 @@
+"""Documents in the browser and the API: an upload's files are staged, ingested one by one (ingested, unchanged,
+refused and why), each step an upload event streamed as SSE; the corpora page lists what the reader may see; a
+document or a whole corpus can be removed. With accounts an uploaded corpus is its owner's: others get 404 for
+it, cannot search it, and cannot upload into its name; shared corpora are changed by admins only."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from httpx import AsyncClient
+from sqlalchemy import select
+
+from conftest import form, make_settings
+from test_accounts import auth_settings, browser_of, rows, signup
+from veracity.db.engine import make_engine
+from veracity.db.models import Chunk, Corpus, Document, SecurityEvent, Upload, UploadEvent
+
+NOTES = (
+    "# Solar notes\n\nThe rooftop array on building 4 produced 38 megawatt-hours in 2025. "
+    "Output fell in December because of snow on the panels.\n"
+)
+JSONL = '{"id": "a", "title": "Tidal power", "text": "The Sihwa Lake plant generates 552 gigawatt-hours a year."}\n'
+
+
+def files(*named: tuple[str, bytes | str]) -> list[tuple[str, tuple[str, bytes, str]]]:
+    return [
+        ("files", (name, body.encode() if isinstance(body, str) else body, "application/octet-stream"))
+        for name, body in named
+    ]
+
+
+async def upload(client: AsyncClient, corpus: str, *named: tuple[str, bytes | str], new: bool = True) -> Any:
+    fields = form(new_corpus=corpus) if new else form(corpus=corpus)
+    return await client.post("/corpora/upload", data=fields, files=files(*named))
+
+
+async def finished(client: AsyncClient, upload_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The upload's events, read from its JSON stream until its last."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    async with client.stream("GET", f"/v1/uploads/{upload_id}/events") as response:
+        assert response.status_code == 200
+        name = ""
+        async for line in response.aiter_lines():
+            if line.startswith("event:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                events.append((name, json.loads(line.split(":", 1)[1])))
+    return events
+
+
+async def test_upload_from_the_form_ingests_reports_each_file_and_the_corpus_is_searchable(client_for, db_url) -> None:
+    client = await client_for(make_settings(db_url))
+    response = await upload(
+        client, "notes", ("solar.md", NOTES), ("tidal.jsonl", JSONL), ("photo.png", b"\x89PNG"), ("empty.txt", "")
+    )
+    assert response.status_code == 303
+    upload_id = response.headers["location"].rsplit("/", 1)[1]
+    events = await finished(client, upload_id)
+    names = [name for name, _ in events]
+    assert names[0] == "upload_started" and names[-1] == "upload_complete"
+    steps = {p["name"]: p for name, p in events if name == "file_done"}
+    assert steps["solar.md"]["outcome"] == "ingested" and steps["solar.md"]["documents"] == 1
+    assert steps["tidal.jsonl"]["outcome"] == "ingested"
+    assert steps["photo.png"]["outcome"] == "refused"
+    assert "Unsupported file type '.png'" in steps["photo.png"]["reason"]
+    assert steps["empty.txt"]["outcome"] == "refused"
+    assert "veracity-upload-" not in json.dumps(events)  # the staging folder is never shown
+    assert [p["done"] for name, p in events if name == "file_done"] == [1, 2, 3, 4]
+    summary = events[-1][1]
+    assert (summary["added"], summary["corpus"]) == (2, "notes")
+
+    page = await client.get(f"/uploads/{upload_id}")
+    assert page.status_code == 200
+    assert 'data-name="solar.md"' in page.text and "Done." in page.text and "sse-connect" not in page.text
+
+    # The same file again: unchanged; an edited one: updated (same name → same document).
+    again = await upload(client, "notes", ("solar.md", NOTES), new=False)
+    steps2 = [
+        p for name, p in await finished(client, again.headers["location"].rsplit("/", 1)[1]) if name == "file_done"
+    ]
+    assert steps2[0]["outcome"] == "unchanged"
+    assert await rows(db_url, Document, Document.corpus == "notes") == 2
+
+    # Searchable: a run on the uploaded corpus ships the uploaded fact.
+    question = form(question="How much did the rooftop array produce in 2025?", template="answer", corpus="notes")
+    started = await client.post("/runs", data=question)
+    assert started.status_code == 303
+    run_id = started.headers["location"].rsplit("/", 1)[1]
+    await client.app.state.service.wait(run_id)
+    report = (await client.get(f"/v1/research/{run_id}")).json()["report"]
+    shipped = " ".join(c["text"] for s in report["sections"] for c in s["claims"])
+    assert report["outcome"] == "shipped" and "38 megawatt-hours" in shipped
+    listing = await client.get("/corpora")
+    assert 'data-corpus="notes"' in listing.text and "shared" in listing.text  # single-user mode: no owner
+
+
+async def test_corpus_page_lists_documents_and_removes_one_then_the_whole_corpus(client_for, db_url) -> None:
+    client = await client_for(make_settings(db_url))
+    response = await upload(client, "notes", ("solar.md", NOTES), ("tidal.jsonl", JSONL))
+    await finished(client, response.headers["location"].rsplit("/", 1)[1])
+    page = await client.get("/corpora/notes")
+    assert page.status_code == 200
+    assert "Solar notes" in page.text and "Tidal power" in page.text and "2 documents" in page.text
+    engine = make_engine(db_url)
+    async with engine.connect() as conn:
+        solar = await conn.scalar(select(Document.id).where(Document.doc_id == "solar.md"))
+    await engine.dispose()
+    removed = await client.post(f"/corpora/notes/documents/{solar}/delete", data=form())
+    assert removed.status_code == 303
+    assert await rows(db_url, Document, Document.corpus == "notes") == 1
+    assert await rows(db_url, Chunk, Chunk.document_id == solar) == 0
+    again = await client.post(f"/corpora/notes/documents/{solar}/delete", data=form())
+    assert again.status_code == 404
+
+    confirm = await client.get("/corpora/notes/delete")
+    assert "Delete corpus" in confirm.text and 'id="delete-corpus-form"' in confirm.text
+    assert await rows(db_url, Document, Document.corpus == "notes") == 1  # asking deletes nothing
+    gone = await client.post("/corpora/notes/delete", data=form())
+    assert gone.status_code == 303
+    assert await rows(db_url, Document, Document.corpus == "notes") == 0
+    assert await rows(db_url, Corpus, Corpus.name == "notes") == 0
+    assert await rows(db_url, Upload, Upload.corpus == "notes") == 0
+    assert await rows(db_url, UploadEvent) == 0
+    assert (await client.get("/corpora/notes")).status_code == 404
+    actions = await rows(db_url, SecurityEvent, SecurityEvent.action.in_(["document_deleted", "corpus_deleted"]))
+    assert actions == 2
+
+
+async def test_bad_uploads_are_refused_with_a_message_and_store_nothing(client_for, db_url) -> None:
+    client = await client_for(make_settings(db_url, max_body_bytes=2000).model_copy(update={}))
+    nothing = await client.post("/corpora/upload", data=form(new_corpus="notes"))
+    assert nothing.status_code == 400 and "Choose at least one file" in nothing.text
+    unnamed = await client.post("/corpora/upload", data=form(), files=files(("a.md", NOTES)))
+    assert unnamed.status_code == 400 and "Name the corpus" in unnamed.text
+    bad_name = await upload(client, "no spaces allowed", ("a.md", NOTES))
+    assert bad_name.status_code == 400 and "Corpus names are 1-64 letters" in bad_name.text
+    reserved = await upload(client, "web", ("a.md", NOTES))
+    assert reserved.status_code == 400 and "reserved" in reserved.text
+    no_csrf = await client.post("/corpora/upload", data={"new_corpus": "notes"}, files=files(("a.md", NOTES)))
+    assert no_csrf.status_code == 403
+    # The upload routes take more than the 2,000-byte body limit of the rest (their own limit), others do not.
+    big = "word " * 1000
+    assert (await upload(client, "notes", ("big.md", big))).status_code == 303
+    assert (await client.post("/v1/research", json={"question": big, "template": "answer"})).status_code == 413
+    assert await rows(db_url, Upload) == 1
+
+
+async def test_upload_limits_files_and_bytes(client_for, db_url) -> None:
+    settings = make_settings(db_url).model_copy(deep=True)
+    settings.corpus.max_upload_files = 2
+    settings.corpus.max_upload_bytes = 20_000
+    client = await client_for(settings)
+    three = await upload(client, "notes", ("a.md", NOTES), ("b.md", NOTES), ("c.md", NOTES))
+    assert three.status_code == 400 and "3 files in one upload" in three.text
+    huge = await upload(client, "notes", ("a.md", "x" * 30_000))
+    assert huge.status_code == 413
+    assert await rows(db_url, Upload) == 0
+
+
+async def test_with_accounts_an_uploaded_corpus_is_its_owners(client_for, db_url) -> None:
+    ada = await client_for(auth_settings(db_url, open_signup=True))
+    await signup(ada, "ada")  # the first account: admin
+    bob = browser_of(ada)
+    await signup(bob, "bob")
+    cy = browser_of(ada)
+    await signup(cy, "cyd")
+
+    made = await upload(bob, "bobs-notes", ("solar.md", NOTES))
+    assert made.status_code == 303
+    upload_id = made.headers["location"].rsplit("/", 1)[1]
+    await finished(bob, upload_id)
+    assert await rows(db_url, Corpus, Corpus.name == "bobs-notes", Corpus.user_id.is_not(None)) == 1
+
+    # Another user: 404 on the corpus, its upload and its stream; not listed; not searchable; name not reusable.
+    assert (await cy.get("/corpora/bobs-notes")).status_code == 404
+    assert (await cy.get(f"/uploads/{upload_id}")).status_code == 404
+    assert (await cy.get(f"/v1/uploads/{upload_id}/events")).status_code == 404
+    assert "bobs-notes" not in (await cy.get("/corpora")).text
+    assert "bobs-notes" not in json.dumps((await cy.get("/v1/corpora")).json())
+    asked = await cy.post("/runs", data=form(question="rooftop array output", template="answer", corpus="bobs-notes"))
+    assert asked.status_code == 422 and "Unknown corpus &#39;bobs-notes&#39;" in asked.text
+    assert "bobs-notes" not in (await cy.get("/")).text  # not offered on the home page either
+    taken = await upload(cy, "bobs-notes", ("mine.md", NOTES))
+    assert taken.status_code == 400 and "is taken" in taken.text
+    assert (await cy.delete("/v1/corpora/bobs-notes")).status_code == 404
+    assert (await cy.post("/corpora/bobs-notes/delete", data=form())).status_code == 404
+    assert await rows(db_url, Document, Document.corpus == "bobs-notes") == 1
+
+    # The owner searches it; the admin sees it too.
+    assert "bobs-notes" in (await bob.get("/corpora")).text
+    assert (await ada.get("/corpora/bobs-notes")).status_code == 200
+
+    # A shared corpus (made by the CLI or bundled) is searched by all and changed by admins only.
+    shared = await upload(ada, "team", ("tidal.jsonl", JSONL))
+    await finished(ada, shared.headers["location"].rsplit("/", 1)[1])
+    assert (await bob.get("/corpora/team")).status_code == 404  # ada's own, not shared
+    engine = make_engine(db_url)
+    async with engine.begin() as conn:
+        await conn.execute(Corpus.__table__.update().where(Corpus.name == "team").values(user_id=None))
+    await engine.dispose()
+    assert (await bob.get("/corpora/team")).status_code == 200
+    refused = await bob.delete("/v1/corpora/team")
+    assert refused.status_code == 403
+    assert (await upload(bob, "team", ("x.md", NOTES), new=False)).status_code == 400
+
+    # The owner deletes their corpus through the API.
+    deleted = await bob.delete("/v1/corpora/bobs-notes")
+    assert deleted.status_code == 200 and deleted.json()["deleted_documents"] == 1
+    assert await rows(db_url, Corpus, Corpus.name == "bobs-notes") == 0
+
+
+async def test_api_upload_returns_202_and_streams_events(client_for, db_url) -> None:
+    client = await client_for(make_settings(db_url))
+    response = await client.post("/v1/corpora/api-notes/documents", files=files(("solar.md", NOTES)))
+    assert response.status_code == 202
+    body = response.json()
+    events = await finished(client, body["upload_id"])
+    # The semantic model is in the default install: the new passages are embedded before the upload ends.
+    assert [n for n, _ in events] == ["upload_started", "file_done", "embedding", "upload_complete"]
+    assert events[-1][1]["vectors"] >= 1
+    status = (await client.get(f"/v1/uploads/{body['upload_id']}")).json()
+    assert status["status"] == "done" and status["report"]["added"] == 1
+    # Resumable: after the first event, only the later ones.
+    async with client.stream("GET", f"/v1/uploads/{body['upload_id']}/events", headers={"Last-Event-ID": "1"}) as r:
+        text = "".join([line + "\n" async for line in r.aiter_lines()])
+    assert "upload_started" not in text and "upload_complete" in text
+    listing = (await client.get("/v1/corpora")).json()["corpora"]
+    assert {"name": "api-notes", "documents": 1}.items() <= next(c for c in listing if c["name"] == "api-notes").items()
+    docs = (await client.get("/v1/corpora/api-notes")).json()
+    assert docs["documents"][0]["doc_id"] == "solar.md"
+    removed = await client.delete(f"/v1/corpora/api-notes/documents/{docs['documents'][0]['id']}")
+    assert removed.json()["deleted_documents"] == 1
