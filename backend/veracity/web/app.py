@@ -20,7 +20,7 @@ from veracity.fetch.canonical import host_of, link_url
 from veracity.runs.floor import fallback_kind
 from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
-from veracity.web import account_pages, api, docs, pages
+from veracity.web import account_pages, api, docs, exports, pages
 from veracity.web.auth import SameOrigin, csrf_token
 from veracity.web.errors import ServerErrors, error_response, http_error, wants_html
 from veracity.web.limits import RequestLimits, StreamSlots
@@ -72,6 +72,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(exports.router)
     app.include_router(account_pages.router)
     app.include_router(docs.router)
 
