@@ -340,6 +340,7 @@ RUN_ROUTES = [
     ("POST", "/v1/research/{id}/cancel"),
     ("POST", "/v1/research/{id}/rerun"),
     ("GET", "/runs/{id}/report.md"),
+    ("GET", "/runs/{id}/report.docx"),
 ]
 
 
@@ -357,7 +358,7 @@ def test_an_unknown_run_id_is_404(desk: Desk, method: str, route: str) -> None:
 
 
 @pytest.mark.parametrize("version", ["0", "-1", "x", "1.5", "9" * 5000, "\u00b2"], ids=repr)
-@pytest.mark.parametrize("route", ["/runs/{id}/report.md", "/runs/{id}/report.json"])
+@pytest.mark.parametrize("route", ["/runs/{id}/report.md", "/runs/{id}/report.json", "/runs/{id}/report.pdf"])
 def test_a_malformed_version_is_refused(desk: Desk, route: str, version: str) -> None:
     response = desk.send("GET", route.format(id=desk.run_id), params={"version": version})
     json_error(response, 422, "bad_input", "version:")

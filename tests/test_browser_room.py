@@ -1,6 +1,7 @@
 """The run room in a real browser: a dropped live stream resumes with nothing missing or doubled, anchor chips open
-their quote in its source context, both exports download and agree with the API, hostile source text stays text,
-the source filter hides what does not serve a section, the page reads and works without JavaScript and by keyboard.
+their quote in its source context, the four exports download (Markdown and JSON agree with the API, PDF and Word
+read back), hostile source text stays text, the source filter hides what does not serve a section, the page reads
+and works without JavaScript and by keyboard.
 
 Two ``veracity serve`` processes: a slow one (250 ms between events, so a connection can be cut mid-run, reached
 through a TCP proxy in this file that can abort every open connection) and a fast one for finished runs.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import json
 import os
 import re
@@ -21,10 +23,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import docx
 import httpx
 import pytest
 from playwright.async_api import Browser, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
+from pypdf import PdfReader
 
 from conftest import TEST_CSRF, form, sqlite_url
 from test_browser import (
@@ -608,6 +612,31 @@ async def test_both_exports_download_parse_and_agree(fast_server: Server, car_ru
     assert page.js_errors == []  # type: ignore[attr-defined]
     await page.context.close()
     await again.context.close()
+
+
+async def test_pdf_and_word_buttons_download_files_that_read_back(
+    fast_server: Server, car_run: str, browser: Browser
+) -> None:
+    report = (await api_report(fast_server, car_run))["report"]
+    claims = [c["text"] for s in report["sections"] for c in s["claims"]]
+    page = await new_page(browser, viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    await page.goto(f"{fast_server.base_url}/runs/{car_run}")
+    files: dict[str, bytes] = {}
+    for button, suffix in (("#export-pdf", "pdf"), ("#export-docx", "docx")):
+        async with page.expect_download() as info:
+            await page.click(button)
+        download = await info.value
+        assert download.suggested_filename == f"veracity-{car_run[:12]}-v1.{suffix}"
+        files[suffix] = Path(await download.path()).read_bytes()
+    text = "".join("\n".join(p.extract_text() for p in PdfReader(io.BytesIO(files["pdf"])).pages).split())
+    for expected in (report["question"], *claims):
+        assert "".join(expected.split()) in text, expected
+    paragraphs = docx.Document(io.BytesIO(files["docx"])).paragraphs
+    assert paragraphs[0].text == report["question"]
+    bullets = [p.text for p in paragraphs if p.style.name == "List Bullet"]
+    assert [b.startswith(c) for b, c in zip(bullets, claims, strict=True)] == [True] * len(claims)
+    assert page.js_errors == []  # type: ignore[attr-defined]
+    await page.context.close()
 
 
 # ---- 5: hostile source text ----------------------------------------------------------------------------

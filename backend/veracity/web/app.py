@@ -21,7 +21,17 @@ from veracity.fetch.canonical import host_of, link_url
 from veracity.runs.floor import fallback_kind
 from veracity.runs.runtime import open_runtime
 from veracity.settings import PACKAGE_DIR, Settings, get_settings
-from veracity.web import account_pages, api, corpora_api, corpora_pages, docs, pages, thread_api, thread_pages
+from veracity.web import (
+    account_pages,
+    api,
+    corpora_api,
+    corpora_pages,
+    docs,
+    exports,
+    pages,
+    thread_api,
+    thread_pages,
+)
 from veracity.web.auth import SameOrigin, csrf_token
 from veracity.web.errors import ServerErrors, error_response, http_error, wants_html
 from veracity.web.limits import RequestLimits, StreamSlots
@@ -83,6 +93,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(exports.router)
     app.include_router(thread_api.router)
     app.include_router(thread_pages.router)
     app.include_router(corpora_api.router)

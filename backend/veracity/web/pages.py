@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Header, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 
 from veracity.accounts import Principal
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import corpus_repo, runs_repo
-from veracity.domain import Report
 from veracity.errors import BadInput, Conflict, NotFound, TooMany
 from veracity.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
-from veracity.runs.report import export_json, render_markdown
 from veracity.specs.models import Spec
 from veracity.specs.registry import SpecRegistry
 from veracity.web.api import delete_run
@@ -285,46 +283,6 @@ def _spec_or_none(registry: SpecRegistry, template_id: str) -> Spec | None:
         return registry.get(template_id)
     except BadInput:  # a run of a template since removed still opens; its filter just lists no sections
         return None
-
-
-async def _export(
-    request: Request, session: Any, run_id: str, version: int | None, suffix: str, who: Principal
-) -> tuple[Report, int, str, dict[str, str]]:
-    """What both downloads need: the report of the version asked for, its number, its permalink, and the
-    attachment header naming the file ``veracity-<run id prefix>-v<version>.<suffix>``."""
-    run = await run_or_404(session, run_id, who.visibility)
-    artifact = version_or_404(run, await runs_repo.artifact_versions(session=session, run_id=run_id), version)
-    permalink = f"{request.base_url}runs/{run_id}?version={artifact.version}"
-    filename = f"veracity-{run_id[:12]}-v{artifact.version}.{suffix}"
-    headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
-    return Report.model_validate(artifact.report), artifact.version, permalink, headers
-
-
-@router.get("/runs/{run_id}/report.md", response_class=PlainTextResponse)
-async def export_markdown(
-    request: Request,
-    run_id: str,
-    session: SessionDep,
-    who: SignedInDep,
-    version: Annotated[int | None, Query(ge=1)] = None,
-) -> PlainTextResponse:
-    """The report as Markdown, anchors resolved to numbered references with their quotes and links."""
-    report, number, permalink, headers = await _export(request, session, run_id, version, "md", who)
-    body = render_markdown(report, version=number, permalink=permalink)
-    return PlainTextResponse(body, media_type="text/markdown; charset=utf-8", headers=headers)
-
-
-@router.get("/runs/{run_id}/report.json")
-async def export_report_json(
-    request: Request,
-    run_id: str,
-    session: SessionDep,
-    who: SignedInDep,
-    version: Annotated[int | None, Query(ge=1)] = None,
-) -> JSONResponse:
-    """The report as JSON, each claim with its reference numbers and the references resolved."""
-    report, number, permalink, headers = await _export(request, session, run_id, version, "json", who)
-    return JSONResponse(export_json(report, version=number, permalink=permalink), headers=headers)
 
 
 @router.get("/runs/{run_id}/live")
