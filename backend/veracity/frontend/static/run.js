@@ -7,6 +7,7 @@
 //    opens a fresh EventSource after an error it asks for what came next (the browser's own reconnect sends
 //    Last-Event-ID, which the server prefers).
 // 3. The permalink's Copy button.
+// 4. Follow-up and refresh appear when the run finishes.
 (() => {
   "use strict";
   const applied = {};
@@ -54,4 +55,10 @@
   document.addEventListener("DOMContentLoaded", reveal);
   document.addEventListener("htmx:afterSettle", reveal);
   document.addEventListener("htmx:sseMessage", reveal);
+
+  // 4. The report's next steps (follow up, refresh) appear once the run has finished with a report.
+  document.addEventListener("htmx:sseMessage", (evt) => {
+    if (!evt.detail || evt.detail.type !== "report" || !document.querySelector("#report article.report")) return;
+    document.querySelectorAll("[data-when-done][hidden]").forEach((el) => (el.hidden = false));
+  });
 })();
