@@ -4,7 +4,8 @@ be a 5xx, and every answer must be one the schema documents: its status code, co
 
 The SSE endpoints are fuzzed too: Schemathesis cuts an event stream after a few events or its read timeout, so a
 live run's stream cannot hang the test. The operation that starts runs gets fewer examples (each starts a real run
-over the small corpus). About 500 cases in all, some 20 s; derandomized, so a failure reproduces."""
+over the small corpus). The same again with accounts on, as a signed-in user's API token. About 1,000 cases in
+all, some 2 min; derandomized, so a failure reproduces."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from conftest import SMALL_CORPUS, load_docs, make_settings, sqlite_url
+from veracity import accounts
+from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
 from veracity.web.app import create_app
 
@@ -62,3 +65,42 @@ def test_every_operation_answers_only_what_its_schema_documents(app: Any, case: 
 @settings(max_examples=5, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 def test_starting_runs_answers_only_what_its_schema_documents(app: Any, case: Any) -> None:
     case.call_and_validate(app=app, checks=CHECKS, timeout=5)
+
+
+async def _user_with_token(url: str) -> str:
+    """A non-admin user of an accounts-on server and an API token of theirs (its secret)."""
+    engine = make_engine(url)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            await accounts.add_user(
+                session=session, username="admin", password="an admin password", is_admin=True, added_by=None
+            )
+            user = await accounts.add_user(
+                session=session, username="fuzzer", password="a fuzzing password", is_admin=False, added_by="admin"
+            )
+            _, secret = await accounts.make_token(session=session, user=user, name="fuzz", actor="fuzzer")
+    finally:
+        await engine.dispose()
+    return secret
+
+
+@pytest.fixture
+def accounts_app(tmp_path: Path) -> Iterator[tuple[Any, str]]:
+    """The same, with accounts on and the calls made as a signed-in (non-admin) user's API token: the routes'
+    own answers are fuzzed, not only their 401."""
+    url = sqlite_url(tmp_path / "fuzz.db")
+    upgrade(url)
+    asyncio.run(load_docs(url, "small", SMALL_CORPUS))
+    token = asyncio.run(_user_with_token(url))
+    settings_ = make_settings(url).model_copy(deep=True)
+    settings_.auth.enabled = True
+    yield create_app(settings_), token
+
+
+@schema.exclude(path_regex=STARTS_RUNS, method="POST").parametrize()
+@settings(max_examples=6, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+def test_with_accounts_every_operation_answers_only_what_its_schema_documents(
+    accounts_app: tuple[Any, str], case: Any
+) -> None:
+    app, token = accounts_app
+    case.call_and_validate(app=app, checks=CHECKS, timeout=5, headers={"Authorization": f"Bearer {token}"})
