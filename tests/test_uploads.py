@@ -5,10 +5,12 @@ it, cannot search it, and cannot upload into its name; shared corpora are change
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 from httpx import AsyncClient
+from reportlab.pdfgen import canvas
 from sqlalchemy import select
 
 from conftest import form, make_settings
@@ -231,3 +233,31 @@ async def test_api_upload_returns_202_and_streams_events(client_for, db_url) -> 
     assert docs["documents"][0]["doc_id"] == "solar.md"
     removed = await client.delete(f"/v1/corpora/api-notes/documents/{docs['documents'][0]['id']}")
     assert removed.json()["deleted_documents"] == 1
+
+
+def _pdf(text: str) -> bytes:
+    """A one-page PDF holding ``text`` (reportlab, a dependency of the PDF export)."""
+    buffer = io.BytesIO()
+    page = canvas.Canvas(buffer)
+    page.drawString(72, 720, text)
+    page.save()
+    return buffer.getvalue()
+
+
+async def test_pdf_and_html_uploads_are_read_and_a_broken_pdf_is_refused(client_for, db_url) -> None:
+    client = await client_for(make_settings(db_url))
+    html = "<html><head><title>Wind farm</title></head><body><p>The wind farm has 12 turbines.</p></body></html>"
+    response = await upload(
+        client,
+        "mixed",
+        ("report.pdf", _pdf("The geothermal plant supplies 9 megawatts.")),
+        ("wind.html", html),
+        ("broken.pdf", b"%PDF-1.4 this is not really a pdf"),
+    )
+    events = await finished(client, response.headers["location"].rsplit("/", 1)[1])
+    steps = {p["name"]: p for name, p in events if name == "file_done"}
+    assert steps["report.pdf"]["outcome"] == "ingested" and steps["wind.html"]["outcome"] == "ingested"
+    assert steps["broken.pdf"]["outcome"] == "refused" and "broken.pdf" in steps["broken.pdf"]["reason"]
+    docs = (await client.get("/v1/corpora/mixed")).json()["documents"]
+    assert {d["doc_id"] for d in docs} == {"report.pdf", "wind.html"}
+    assert "Wind farm" in {d["title"] for d in docs}
