@@ -64,10 +64,14 @@ async def test_follow_up_may_reuse_the_parents_quotes(client_for, small_db_url) 
     client = await client_for(make_settings(small_db_url))
     parent = await started(client, await client.post("/runs", data=form(**COFFEE)))
     child = await started(
-        client, await client.post(f"/runs/{parent}/follow-up", data=form(question="Which country grows the most?"))
+        client, await client.post(f"/runs/{parent}/follow-up", data=form(question="And how much was it worth?"))
     )
     stream = (await client.get(f"/v1/research/{child}/events")).text
     assert '"cache":"parent run"' in stream
+    # "it" is the coffee market: relevance is judged with the question followed, so the answer ships.
+    report = (await client.get(f"/v1/research/{child}")).json()["report"]
+    shipped = " ".join(c["text"] for s in report["sections"] for c in s["claims"])
+    assert report["outcome"] == "shipped" and "200 billion dollars" in shipped
 
 
 async def test_refresh_writes_the_next_version_of_the_same_run_and_the_changes_page_shows_it(

@@ -216,6 +216,11 @@ class Thread:
     sections: tuple[str, ...] = ()
     passages: tuple[SearchHit, ...] = ()
 
+    def about(self, question: str) -> str:
+        """What a follow-up asks, as relevance is judged: its words, then the earlier question's ("and in which
+        year?" is about the rooftop array's output)."""
+        return f"{question} {self.question}"
+
     def framed(self, question: str) -> str:
         """The follow-up as a planner reads it: the question, then what it follows."""
         covered = "; ".join(self.sections)

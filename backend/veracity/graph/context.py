@@ -121,6 +121,10 @@ class Context:
     thread: Thread | None = None
     """The run this one follows up (its question, sections and quoted passages); None for a first question."""
 
+    def about(self, question: str) -> str:
+        """The question as relevance and section fit judge it (a follow-up's carries the question it follows)."""
+        return self.thread.about(question) if self.thread is not None else question
+
     @property
     def relevance(self) -> RelevanceScorer:
         return RelevanceScorer(self.semantic)

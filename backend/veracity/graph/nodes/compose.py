@@ -28,7 +28,8 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
     feedback = state.get("violations", []) if attempt > 1 or state.get("violations") else []
     request = ComposeRequest(
         spec=ctx.spec,
-        question=state["question"],
+        # A follow-up is drafted knowing what it follows (a model composer reads the earlier question too).
+        question=ctx.thread.framed(state["question"]) if ctx.thread is not None else state["question"],
         section_evidence=state.get("section_evidence", {}),
         evidence=state.get("evidence", []),
         attempt=attempt,

@@ -247,7 +247,7 @@ async def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict[str, A
     try:
         found = await _search_and_read(ctx, task, subtask, stat, sources, addressed)
         # Off the event loop: embedding the sentences is CPU work.
-        selected = await asyncio.to_thread(_select, ctx, task["question"], task, found, stat)
+        selected = await asyncio.to_thread(_select, ctx, ctx.about(task["question"]), task, found, stat)
         kept = dedupe_near_identical(selected)[: ctx.limits.evidence_per_subtask]
         stat.evidences = len(kept)
     except (ModelError, LeaseLost, RunCancelled):

@@ -23,7 +23,7 @@ async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[s
             sections.setdefault(sid, []).extend(ids)
     # An evidence id lands once per section, best-scored first.
     sections = {sid: sorted(set(ids), key=lambda i: rank.get(i, len(rank))) for sid, ids in sections.items()}
-    fit = SectionFit(runtime.context.semantic, state["question"])
+    fit = SectionFit(runtime.context.semantic, runtime.context.about(state["question"]))
     sections, filled = await asyncio.to_thread(backfill, spec, sections, evidence, fit)
     await runtime.context.emit(
         SynthesizeMergeComplete(sections={sid: len(ids) for sid, ids in sections.items()}, backfilled=filled)

@@ -62,7 +62,7 @@ async def verify(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         drafted = draft  # as the composer wrote it, for the phrase rules below
         # Off the event loop: a reworded claim is embedded to be scored.
         draft, checks["relevance"], emptied = await asyncio.to_thread(
-            check_relevance, draft, evidence, state["question"], spec, ctx.relevance
+            check_relevance, draft, evidence, ctx.about(state["question"]), spec, ctx.relevance
         )
         if l1:
             l2: list[Violation] = []
