@@ -14,6 +14,8 @@ from typing import Any
 from httpx import AsyncClient
 
 from conftest import SMALL_CORPUS, form, load_docs, make_settings
+from test_accounts import auth_settings, browser_of, signup, start
+from veracity import messages
 from veracity.db.corpus_repo import DocumentIn
 from veracity.domain import Claim, Report, ReportEvidence, ReportSection
 from veracity.runs.diff import diff_reports
@@ -55,7 +57,7 @@ async def test_follow_up_links_both_pages_and_its_planner_reads_the_parent(clien
     assert 'id="follow-ups"' in parent_page and f'href="/runs/{child}"' in parent_page
 
     empty = await client.post(f"/runs/{parent}/follow-up", data=form(question="   "))
-    assert empty.status_code == 422 and "Type the follow-up question" in empty.text
+    assert empty.status_code == 422 and messages.FOLLOW_UP_EMPTY in empty.text
     unknown = await client.post("/runs/" + "0" * 32 + "/follow-up", data=form(question="why?"))
     assert unknown.status_code == 404
 
@@ -118,7 +120,7 @@ async def test_refresh_writes_the_next_version_of_the_same_run_and_the_changes_p
     home = (await client.get("/")).text
     assert refresher[:12] not in home and run_id[:12] in home
     same = await client.get(f"/runs/{run_id}/changes?from=2&to=2")
-    assert same.status_code == 422 and "two different versions" in same.text
+    assert same.status_code == 422 and messages.VERSIONS_SAME in same.text
     assert (await client.get(f"/runs/{run_id}/changes?from=7")).status_code == 404
 
 
@@ -128,12 +130,16 @@ async def test_refresh_of_an_unfinished_run_or_twice_at_once_is_refused(client_f
     response = await client.post("/runs", data=form(**COFFEE))
     run_id = response.headers["location"].rsplit("/", 1)[1]
     early = await client.post(f"/v1/research/{run_id}/refresh")
-    assert early.status_code == 409 and "no finished report" in early.text
+    assert early.status_code == 409
+    status = early.json()["error"]["message"].rsplit("(it is ", 1)[1].rstrip(").")
+    assert early.json()["error"]["message"] == messages.RUN_NOT_FINISHED.format(run_id=run_id, status=status)
     await client.app.state.service.wait(run_id)  # type: ignore[attr-defined]
     first = await client.post(f"/v1/research/{run_id}/refresh")
     assert first.status_code == 202
     second = await client.post(f"/v1/research/{run_id}/refresh")
-    assert second.status_code == 409 and "being refreshed already" in second.text
+    assert second.status_code == 409
+    refresh = first.json()["refresh_run_id"]
+    assert second.json()["error"]["message"] == messages.REFRESH_UNDER_WAY.format(run_id=run_id, refresh=refresh)
     await client.app.state.service.wait(first.json()["refresh_run_id"])  # type: ignore[attr-defined]
 
 
@@ -183,3 +189,34 @@ def test_diff_reports_claims_added_removed_relabelled_and_sources() -> None:
     assert [(c.before, c.label) for c in diff.relabelled] == [("supported", "partial")]
     assert [s.link for s in diff.sources_added] == ["c"] and [s.link for s in diff.sources_gone] == ["a"]
     assert not diff.unchanged and diff_reports(before, before, (1, 1)).unchanged
+
+
+async def test_follow_up_refresh_and_changes_of_another_users_run_are_404(client_for, small_db_url) -> None:
+    ada = await client_for(auth_settings(small_db_url, open_signup=True))
+    await signup(ada, "ada")  # the admin
+    alice, bob = browser_of(ada), browser_of(ada)
+    await signup(alice, "alice")
+    await signup(bob, "bob")
+    run_id = await start(alice)
+    for response in [
+        await bob.post(f"/runs/{run_id}/follow-up", data=form(question="why?")),
+        await bob.post(f"/runs/{run_id}/refresh", data=form()),
+        await bob.get(f"/runs/{run_id}/changes"),
+        await bob.post(f"/v1/research/{run_id}/follow-up", json={"question": "why?"}),
+        await bob.post(f"/v1/research/{run_id}/refresh"),
+        await bob.get(f"/v1/research/{run_id}/changes"),
+    ]:
+        assert response.status_code == 404, response.request.url
+    assert (await bob.post(f"/runs/{run_id}/refresh", data={})).status_code == 403  # no CSRF field
+    # The admin refreshes alice's run: the refresh is alice's (she sees it; it searches what she may).
+    refreshed = await ada.post(f"/v1/research/{run_id}/refresh")
+    assert refreshed.status_code == 202
+    refresher = refreshed.json()["refresh_run_id"]
+    await ada.app.state.service.wait(refresher)  # type: ignore[attr-defined]
+    assert (await alice.get(f"/runs/{refresher}")).status_code == 200
+    assert (await bob.get(f"/runs/{refresher}")).status_code == 404
+    assert [v["version"] for v in (await alice.get(f"/v1/research/{run_id}/versions")).json()["versions"]] == [1, 2]
+    # A refresh is refreshed or followed up through the run it refreshes.
+    again = await alice.post(f"/v1/research/{refresher}/refresh")
+    assert again.status_code == 409
+    assert again.json()["error"]["message"] == messages.REFRESH_OF_REFRESH.format(run_id=refresher, target=run_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from typing import Any
 
 from httpx import AsyncClient
@@ -15,8 +16,10 @@ from sqlalchemy import select
 
 from conftest import form, make_settings
 from test_accounts import auth_settings, browser_of, rows, signup
+from veracity import messages
+from veracity.corpus.uploads import STALE_AFTER
 from veracity.db.engine import make_engine
-from veracity.db.models import Chunk, Corpus, Document, SecurityEvent, Upload, UploadEvent
+from veracity.db.models import Chunk, Corpus, Document, SecurityEvent, Upload, UploadEvent, utcnow
 
 NOTES = (
     "# Solar notes\n\nThe rooftop array on building 4 produced 38 megawatt-hours in 2025. "
@@ -94,7 +97,8 @@ async def test_upload_from_the_form_ingests_reports_each_file_and_the_corpus_is_
     shipped = " ".join(c["text"] for s in report["sections"] for c in s["claims"])
     assert report["outcome"] == "shipped" and "38 megawatt-hours" in shipped
     listing = await client.get("/corpora")
-    assert 'data-corpus="notes"' in listing.text and "shared" in listing.text  # single-user mode: no owner
+    row = listing.text.split('data-corpus="notes"', 1)[1].split("</tr>", 1)[0]
+    assert "<td>shared</td>" in row  # single-user mode: no owner
 
 
 async def test_corpus_page_lists_documents_and_removes_one_then_the_whole_corpus(client_for, db_url) -> None:
@@ -130,11 +134,11 @@ async def test_corpus_page_lists_documents_and_removes_one_then_the_whole_corpus
 
 
 async def test_bad_uploads_are_refused_with_a_message_and_store_nothing(client_for, db_url) -> None:
-    client = await client_for(make_settings(db_url, max_body_bytes=2000).model_copy(update={}))
+    client = await client_for(make_settings(db_url, max_body_bytes=2000))
     nothing = await client.post("/corpora/upload", data=form(new_corpus="notes"))
-    assert nothing.status_code == 400 and "Choose at least one file" in nothing.text
+    assert nothing.status_code == 400 and messages.UPLOAD_NO_FILES in nothing.text
     unnamed = await client.post("/corpora/upload", data=form(), files=files(("a.md", NOTES)))
-    assert unnamed.status_code == 400 and "Name the corpus" in unnamed.text
+    assert unnamed.status_code == 400 and messages.UPLOAD_CORPUS_NEEDED in unnamed.text
     bad_name = await upload(client, "no spaces allowed", ("a.md", NOTES))
     assert bad_name.status_code == 400 and "Corpus names are 1-64 letters" in bad_name.text
     reserved = await upload(client, "web", ("a.md", NOTES))
@@ -184,7 +188,8 @@ async def test_with_accounts_an_uploaded_corpus_is_its_owners(client_for, db_url
     assert asked.status_code == 422 and "Unknown corpus &#39;bobs-notes&#39;" in asked.text
     assert "bobs-notes" not in (await cy.get("/")).text  # not offered on the home page either
     taken = await upload(cy, "bobs-notes", ("mine.md", NOTES))
-    assert taken.status_code == 400 and "is taken" in taken.text
+    assert taken.status_code == 400
+    assert messages.CORPUS_TAKEN.format(corpus="bobs-notes").replace("'", "&#39;") in taken.text
     assert (await cy.delete("/v1/corpora/bobs-notes")).status_code == 404
     assert (await cy.post("/corpora/bobs-notes/delete", data=form())).status_code == 404
     assert await rows(db_url, Document, Document.corpus == "bobs-notes") == 1
@@ -204,7 +209,10 @@ async def test_with_accounts_an_uploaded_corpus_is_its_owners(client_for, db_url
     assert (await bob.get("/corpora/team")).status_code == 200
     refused = await bob.delete("/v1/corpora/team")
     assert refused.status_code == 403
-    assert (await upload(bob, "team", ("x.md", NOTES), new=False)).status_code == 400
+    not_yours = await upload(bob, "team", ("x.md", NOTES), new=False)
+    assert not_yours.status_code == 400
+    assert messages.CORPUS_NOT_YOURS.format(corpus="team").replace("'", "&#39;") in not_yours.text
+    assert await rows(db_url, Document, Document.corpus == "team") == 1
 
     # The owner deletes their corpus through the API.
     deleted = await bob.delete("/v1/corpora/bobs-notes")
@@ -261,3 +269,88 @@ async def test_pdf_and_html_uploads_are_read_and_a_broken_pdf_is_refused(client_
     docs = (await client.get("/v1/corpora/mixed")).json()["documents"]
     assert {d["doc_id"] for d in docs} == {"report.pdf", "wind.html"}
     assert "Wind farm" in {d["title"] for d in docs}
+
+
+async def test_odd_file_names_are_reduced_to_base_names_or_refused_and_staging_is_cleaned(
+    client_for, db_url, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where this test's staging folders go
+    client = await client_for(make_settings(db_url))
+    long_name = "é" * 130 + ".md"  # 130 characters, 260 bytes: over a file system's 255
+    response = await upload(
+        client,
+        "names",
+        ("../escape.md", NOTES),
+        ("dir/inner.md", "Inner note: the pump runs at 40 litres a minute."),
+        ("C:\\\\Users\\\\x\\\\windows.md", "Windows note: the valve opens at 3 bar."),
+        (".env.md", "SECRET=1"),
+        (long_name, NOTES),
+        ("inner.md", "The same name twice."),
+    )
+    events = await finished(client, response.headers["location"].rsplit("/", 1)[1])
+    steps = [(p["name"], p["outcome"], p.get("reason")) for n, p in events if n == "file_done"]
+    ingested = {name for name, outcome, _ in steps if outcome == "ingested"}
+    assert ingested == {"escape.md", "inner.md", "windows.md"}
+    reasons = {reason for _, outcome, reason in steps if outcome == "refused"}
+    assert messages.UPLOAD_NO_NAME in reasons  # ".env.md": a dot-file has no usable name
+    assert messages.UPLOAD_DUPLICATE.format(name="inner.md") in reasons
+    assert any(r.startswith("Refused '" + "é" * 80) and "cannot be stored" in r for r in reasons)
+    docs = {d["doc_id"] for d in (await client.get("/v1/corpora/names")).json()["documents"]}
+    assert docs == {"escape.md", "inner.md", "windows.md"}
+    assert not list(tmp_path.glob("veracity-upload-*"))  # every staging folder is gone
+
+
+async def test_a_name_is_held_from_the_upload_that_makes_it_even_if_every_file_is_refused(client_for, db_url) -> None:
+    ada = await client_for(auth_settings(db_url, open_signup=True))
+    await signup(ada, "ada")
+    bob, cyd = browser_of(ada), browser_of(ada)
+    await signup(bob, "bob")
+    await signup(cyd, "cyd")
+    made = await upload(bob, "held", ("photo.png", b"\x89PNG"))
+    await finished(bob, made.headers["location"].rsplit("/", 1)[1])
+    taken = await upload(cyd, "held", ("a.md", NOTES))
+    assert taken.status_code == 400 and messages.CORPUS_TAKEN.format(corpus="held").replace("'", "&#39;") in taken.text
+    assert await rows(db_url, Corpus, Corpus.name == "held", Corpus.user_id.is_not(None)) == 1
+    listing = (await bob.get("/v1/corpora")).json()["corpora"]
+    assert {"name": "held", "documents": 0, "shared": False}.items() <= next(
+        c for c in listing if c["name"] == "held"
+    ).items()
+
+
+async def test_an_upload_whose_process_died_is_ended_and_no_longer_holds_its_corpus(client_for, db_url) -> None:
+    client = await client_for(make_settings(db_url))
+    made = await upload(client, "notes", ("solar.md", NOTES))
+    await finished(client, made.headers["location"].rsplit("/", 1)[1])
+    engine = make_engine(db_url)
+    async with engine.begin() as conn:  # an upload a dead process left running: untouched for long
+        await conn.execute(
+            Upload.__table__.insert().values(
+                id="d" * 32,
+                corpus="notes",
+                user_id=None,
+                status="running",
+                report={},
+                created_at=utcnow() - STALE_AFTER * 2,
+                updated_at=utcnow() - STALE_AFTER * 2,
+            )
+        )
+        await conn.execute(
+            Upload.__table__.insert().values(
+                id="e" * 32,
+                corpus="notes",
+                user_id=None,
+                status="running",
+                report={},
+                created_at=utcnow(),
+                updated_at=utcnow(),
+            )
+        )
+    await engine.dispose()
+    # A live one (touched just now) holds the corpus: 409 with the message.
+    busy = await client.delete("/v1/corpora/notes")
+    assert busy.status_code == 409
+    assert busy.json()["error"]["message"] == messages.CORPUS_UPLOADING.format(corpus="notes", upload="e" * 32)
+    # The dead one's stream ends, with the event that says so.
+    events = await finished(client, "d" * 32)
+    assert events[-1][0] == "upload_failed" and "cut off" in events[-1][1]["message"]
+    assert (await client.get("/v1/uploads/" + "d" * 32)).json()["status"] == "failed"

@@ -26,6 +26,8 @@ from veracity.db.runs_repo import Visibility
 from veracity.errors import BadInput, Conflict, NotFound
 
 TOKEN_PREFIX = "vrc_"
+SESSION_COOKIE = "veracity_session"
+"""The browser's sign-in cookie: a random secret whose SHA-256 is the session's key."""
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{1,63}")
 MIN_PASSWORD = 10
 MAX_PASSWORD = 256

@@ -132,3 +132,6 @@ REFRESH_UNDER_WAY = "Run {run_id} is being refreshed already (run {refresh}); it
 RUN_NOT_FINISHED = "Run {run_id} has no finished report to build on yet (it is {status})."
 FOLLOW_UP_EMPTY = "Type the follow-up question."
 VERSIONS_SAME = "Pick two different versions to compare."
+UPLOADS_AT_ONCE = "You have {limit} uploads still ingesting; wait until one ends (VERACITY_CORPUS__UPLOADS_AT_ONCE)."
+UPLOAD_INTERRUPTED = "The upload was interrupted (the server was stopping). Files finished before it stay stored."
+REFRESH_OF_REFRESH = "Run {run_id} refreshes run {target}: refresh or follow up that run instead."

@@ -90,6 +90,9 @@ class CorpusSettings(BaseModel):
         description="Largest upload from the browser or the API, all its files together (413 over it).",
     )
     max_upload_files: int = Field(default=50, ge=1, le=1000, description="Most files one upload may send.")
+    uploads_at_once: int = Field(
+        default=2, ge=1, le=100, description="Most uploads one user may have ingesting at once (429 over it)."
+    )
 
 
 class LimitSettings(BaseModel):

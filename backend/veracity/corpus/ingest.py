@@ -21,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
 from veracity.corpus.readers import SUPPORTED, read_file
-from veracity.db.corpus_repo import DocumentIn, ensure_corpus, upsert_document
+from veracity.db.corpora_repo import ensure_corpus
+from veracity.db.corpus_repo import DocumentIn, upsert_document
 from veracity.db.failures import public_error
 from veracity.db.models import DOC_ID_MAX
 from veracity.domain import WEB_SOURCE

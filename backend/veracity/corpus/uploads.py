@@ -10,11 +10,12 @@ again updates (or leaves unchanged) the document sent before under that name.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from veracity import messages
 from veracity.corpus.ingest import FileOutcome, IngestReport, ingest_path
 from veracity.corpus.readers import SUPPORTED
 from veracity.db import uploads_repo
+from veracity.db.failures import public_error
 from veracity.db.models import utcnow
 from veracity.inputs import unstorable
 from veracity.semantic.model import SemanticModel
@@ -32,8 +34,9 @@ from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-STALE_AFTER = timedelta(minutes=15)
-"""An upload untouched this long is taken as cut off (its process died): every file step touches it."""
+STALE_AFTER = timedelta(minutes=2)
+"""An upload untouched this long is taken as cut off (its process died): every step and a heartbeat touch it."""
+HEARTBEAT_SECONDS = 20.0
 
 
 @dataclass
@@ -65,7 +68,7 @@ def name_refusal(name: str, seen: set[str]) -> str | None:
     """Why a sent file is refused by its name alone (before it is read), or None."""
     if not name:
         return messages.UPLOAD_NO_NAME
-    if unstorable(name) or len(name) > 255:
+    if unstorable(name) or len(name.encode("utf-8")) > 255:  # a file system's limit is in bytes
         return messages.UPLOAD_BAD_NAME.format(name=name[:80].encode("utf-8", "backslashreplace").decode())
     if Path(name).suffix.lower() not in SUPPORTED:
         return messages.INGEST_UNSUPPORTED.format(suffix=Path(name).suffix or "(none)")
@@ -98,7 +101,11 @@ class UploadRun:
         self.report = IngestReport()
 
     async def emit(self, name: str, payload: dict[str, Any], status: str | None = None) -> None:
+        """Store one step; ``UploadEnded`` when the upload has been ended meanwhile (swept as cut off)."""
         async with self.sessionmaker() as session, session.begin():
+            upload = await uploads_repo.get_upload(session=session, upload_id=self.staged.upload_id)
+            if upload is None or upload.status not in uploads_repo.ACTIVE:
+                raise UploadEnded(self.staged.upload_id)
             await uploads_repo.append_event(
                 session=session, upload_id=self.staged.upload_id, name=name, payload=payload
             )
@@ -111,65 +118,105 @@ class UploadRun:
 
     async def __call__(self) -> None:
         staged = self.staged
+        beat = asyncio.create_task(self._heartbeat())
         try:
-            total = len(staged.files) + len(staged.refused)
-            await self.emit("upload_started", {"corpus": staged.corpus, "files": staged.names, "total": total})
-            done = 0
-            for name, reason in staged.refused:
-                done += 1
-                self.report.per_file.append(FileOutcome(name, "refused", 0, reason))
-                self.report.errors.append(reason)
-                await self.emit("file_done", _step(done, total, name, "refused", 0, reason))
-            for path in staged.files:
-                done += 1
-                one = await ingest_path(
-                    sessionmaker=self.sessionmaker,
-                    path=path,
-                    corpus=staged.corpus,
-                    chunk_chars=self.settings.corpus.chunk_chars,
-                    max_file_bytes=self.settings.corpus.max_file_bytes,
-                    max_documents=self.settings.corpus.max_documents_per_file,
-                    owner=self.owner,
-                )
-                outcome = one.per_file[0] if one.per_file else None
-                why = _public(outcome.reason, staged.folder) if outcome and outcome.reason else None
-                self.report.merge(one)
-                self.report.files += one.files
-                kind = outcome.outcome if outcome else "refused"
-                documents = outcome.documents if outcome else 0
-                self.report.per_file.append(FileOutcome(path.name, kind, documents, why))
-                if why:
-                    self.report.errors.append(why)
-                await self.emit("file_done", _step(done, total, path.name, kind, documents, why))
-            vectors = 0
-            if self.model is not None and (self.report.added or self.report.updated):
-                await self.emit("embedding", {"corpus": staged.corpus})
-                vectors = await ensure_vectors(sessionmaker=self.sessionmaker, model=self.model, corpus=staged.corpus)
-            summary = self.report.as_dict() | {"vectors": vectors, "corpus": staged.corpus}
-            await self.emit("upload_complete", summary, status="done")
-            logger.info(
-                "upload %s into corpus %s: %d added, %d updated, %d unchanged, %d refused",
-                staged.upload_id,
-                staged.corpus,
-                self.report.added,
-                self.report.updated,
-                self.report.unchanged,
-                len(self.report.errors),
-            )
+            await self._ingest()
+        except UploadEnded:
+            logger.warning("upload %s was ended while it ran (swept as cut off)", staged.upload_id)
+        except asyncio.CancelledError:  # the server is stopping: say so, then let the cancellation go on
+            await asyncio.shield(self._fail(messages.UPLOAD_INTERRUPTED))
+            raise
         except Exception as exc:  # the upload's edge: any failure is its stored end, never a hung upload
             logger.exception("upload %s failed", staged.upload_id)
-            try:
-                await self.emit("upload_failed", {"message": messages.UPLOAD_FAILED.format(reason=exc)}, "failed")
-            except Exception:  # the database itself is why: the sweep at the next start ends it
-                logger.exception("upload %s: could not record its failure", staged.upload_id)
+            await self._fail(messages.UPLOAD_FAILED.format(reason=_public(public_error(exc), staged.folder)))
         finally:
+            beat.cancel()
             shutil.rmtree(staged.folder, ignore_errors=True)
 
+    async def _ingest(self) -> None:
+        staged = self.staged
+        total = len(staged.files) + len(staged.refused)
+        await self.emit("upload_started", {"corpus": staged.corpus, "files": staged.names, "total": total})
+        done = 0
+        for name, reason in staged.refused:
+            done += 1
+            await self._record(done, total, FileOutcome(name, "refused", 0, reason))
+        for path in staged.files:
+            done += 1
+            await self._record(done, total, await self._one(path))
+        vectors = 0
+        if self.model is not None and (self.report.added or self.report.updated):
+            await self.emit("embedding", {"corpus": staged.corpus})
+            vectors = await ensure_vectors(sessionmaker=self.sessionmaker, model=self.model, corpus=staged.corpus)
+        await self.emit(
+            "upload_complete", self.report.as_dict() | {"vectors": vectors, "corpus": staged.corpus}, "done"
+        )
+        logger.info(
+            "upload %s into corpus %s: %d added, %d updated, %d unchanged, %d refused",
+            staged.upload_id,
+            staged.corpus,
+            self.report.added,
+            self.report.updated,
+            self.report.unchanged,
+            len(self.report.errors),
+        )
 
-def _step(done: int, total: int, name: str, outcome: str, documents: int, reason: str | None) -> dict[str, Any]:
-    return {"done": done, "total": total, "name": name, "outcome": outcome, "documents": documents} | (
-        {"reason": reason} if reason else {}
-    )
+    async def _one(self, path: Path) -> FileOutcome:
+        """Ingest one staged file; what became of it (a failure of this file alone refuses it, the rest go on)."""
+        try:
+            one = await ingest_path(
+                sessionmaker=self.sessionmaker,
+                path=path,
+                corpus=self.staged.corpus,
+                chunk_chars=self.settings.corpus.chunk_chars,
+                max_file_bytes=self.settings.corpus.max_file_bytes,
+                max_documents=self.settings.corpus.max_documents_per_file,
+                owner=self.owner,
+            )
+        except Exception as exc:  # a reader's own failure (an OSError, a PDF library's error): this file's end
+            logger.exception("upload %s: %s failed", self.staged.upload_id, path.name)
+            reason = messages.INGEST_CORRUPT.format(path=path.name, reason=public_error(exc))
+            return FileOutcome(path.name, "refused", 0, _public(reason, self.staged.folder))
+        self.report.merge(one)
+        self.report.files += one.files
+        if not one.per_file:
+            return FileOutcome(path.name, "refused", 0, messages.UPLOAD_NO_NAME)
+        outcome = one.per_file[0]
+        why = _public(outcome.reason, self.staged.folder) if outcome.reason else None
+        return FileOutcome(path.name, outcome.outcome, outcome.documents, why)
+
+    async def _record(self, done: int, total: int, outcome: FileOutcome) -> None:
+        self.report.per_file.append(outcome)
+        if outcome.reason:
+            self.report.errors.append(outcome.reason)
+        step = {"done": done, "total": total, "name": outcome.path, "outcome": outcome.outcome}
+        step |= {"documents": outcome.documents} | ({"reason": outcome.reason} if outcome.reason else {})
+        await self.emit("file_done", step)
+
+    async def _fail(self, message: str) -> None:
+        try:
+            await self.emit("upload_failed", {"message": message}, "failed")
+        except Exception:  # ended meanwhile, or the database itself is why: the sweep ends it
+            logger.exception("upload %s: could not record its end", self.staged.upload_id)
+
+    async def _heartbeat(self) -> None:
+        """Touch the upload while a long step (a large PDF, embedding) runs, so no sweep takes it as cut off."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            try:
+                async with self.sessionmaker() as session, session.begin():
+                    await uploads_repo.touch(session=session, upload_id=self.staged.upload_id)
+            except Exception:  # the next beat tries again; a database down for long ends the upload anyway
+                logger.warning("upload %s: heartbeat failed", self.staged.upload_id, exc_info=True)
+
+
+def is_stale(updated_at: datetime) -> bool:
+    when = updated_at if updated_at.tzinfo else updated_at.replace(tzinfo=UTC)
+    return utcnow() - when > STALE_AFTER
+
+
+class UploadEnded(Exception):
+    """The upload was ended (swept) while its process still ran it: nothing more is written."""
 
 
 async def sweep_stale(sessionmaker: async_sessionmaker[AsyncSession]) -> int:

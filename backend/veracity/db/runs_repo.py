@@ -476,7 +476,9 @@ async def refresh_target(*, session: AsyncSession, run_id: str) -> str | None:
     target = await session.scalar(select(ResearchRun.refresh_of).where(ResearchRun.id == run_id))
     if target is None:
         return None
-    return await session.scalar(select(ResearchRun.id).where(ResearchRun.id == target))
+    # Locked until the caller's transaction ends (PostgreSQL; SQLite writes one at a time): a delete of the target
+    # waits for the version written here, and two refreshes ending together number their versions one by one.
+    return await session.scalar(select(ResearchRun.id).where(ResearchRun.id == target).with_for_update())
 
 
 async def latest_version_number(*, session: AsyncSession, run_id: str) -> int | None:

@@ -50,7 +50,8 @@ async def set_status(
     values: dict[str, Any] = {"status": status, "updated_at": utcnow()}
     if report is not None:
         values["report"] = report
-    await session.execute(update(Upload).where(Upload.id == upload_id).values(**values))
+    # An upload the sweep has ended stays ended, even if its process was only slow.
+    await session.execute(update(Upload).where(Upload.id == upload_id, Upload.status.in_(ACTIVE)).values(**values))
 
 
 async def stale_uploads(*, session: AsyncSession, before: datetime) -> Sequence[Upload]:
@@ -76,3 +77,16 @@ async def active_upload(*, session: AsyncSession, corpus: str) -> str | None:
 async def forget_uploads(*, session: AsyncSession, corpus: str) -> None:
     """Delete the records of the uploads into ``corpus`` (deleted with it: they name its files)."""
     await session.execute(delete(Upload).where(Upload.corpus == corpus))
+
+
+async def active_count(*, session: AsyncSession, user_id: int | None) -> int:
+    """Uploads of ``user_id`` still ingesting (None: single-user mode's)."""
+    whose = Upload.user_id.is_(None) if user_id is None else Upload.user_id == user_id
+    return int(await session.scalar(select(func.count()).where(whose, Upload.status.in_(ACTIVE))) or 0)
+
+
+async def touch(*, session: AsyncSession, upload_id: str) -> None:
+    """The upload is alive: its process is still working on it (the stale sweep leaves it be)."""
+    await session.execute(
+        update(Upload).where(Upload.id == upload_id, Upload.status.in_(ACTIVE)).values(updated_at=utcnow())
+    )

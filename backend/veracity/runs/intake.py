@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity import messages
-from veracity.db import corpus_repo
+from veracity.db import corpora_repo
 from veracity.db.runs_repo import Visibility
 from veracity.domain import WEB_SOURCE
 from veracity.errors import BadInput
@@ -50,9 +50,9 @@ async def validate_request(
         return question, spec, corpus
     user_id, every = (None, True) if reader is None else (reader.user_id, reader.every)
     async with sessionmaker() as session:
-        if not await corpus_repo.corpus_usable(session=session, corpus=corpus, user_id=user_id, every=every):
+        if not await corpora_repo.corpus_usable(session=session, corpus=corpus, user_id=user_id, every=every):
             # Only the error path pays for listing the corpora.
-            usable = await corpus_repo.usable_corpora(session=session, user_id=user_id, every=every)
+            usable = await corpora_repo.usable_corpora(session=session, user_id=user_id, every=every)
             known = ", ".join(sorted(usable)) or "none"
             raise BadInput(messages.CORPUS_UNKNOWN.format(corpus=corpus, known=known))
     return question, spec, corpus

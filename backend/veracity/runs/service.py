@@ -211,14 +211,7 @@ class RunService:
             run = await runs_repo.get_run(session=session, run_id=run_id)
         if run is None:
             raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
-        return await self.start(
-            question=run.question,
-            template=run.template_id,
-            corpus=run.corpus,
-            rerun_of=run_id,
-            user_id=user_id,
-            reader=reader,
-        )
+        return await self._again(run, rerun_of=run_id, user_id=user_id, reader=reader)
 
     async def follow_up(
         self, run_id: str, question: str, user_id: int | None = None, reader: runs_repo.Visibility | None = None
@@ -226,39 +219,38 @@ class RunService:
         """A new run asking ``question`` after ``run_id`` (same template and corpus), linked to it as its parent:
         its planner reads the parent's question and sections, its retrieval may reuse the parent's quotes."""
         run = await self._finished(run_id)
-        return await self.start(
-            question=question,
-            template=run.template_id,
-            corpus=run.corpus,
-            parent_id=run_id,
-            user_id=user_id,
-            reader=reader,
-        )
+        return await self._again(run, question=question, parent_id=run_id, user_id=user_id, reader=reader)
 
-    async def refresh(self, run_id: str, user_id: int | None = None, reader: runs_repo.Visibility | None = None) -> str:
+    async def refresh(self, run_id: str) -> str:
         """Run ``run_id``'s question, template and corpus again as they are now; when that run ends its report
-        becomes ``run_id``'s next artifact version. ``Conflict`` while another refresh of it is under way."""
+        becomes ``run_id``'s next artifact version. The refresh is the run owner's (it searches what they may, and
+        they see it), whoever asked for it. ``Conflict`` while another refresh of it is under way."""
         run = await self._finished(run_id)
         async with self.sessionmaker() as session:
             busy = await runs_repo.active_refresh(session=session, run_id=run_id)
         if busy is not None:
             raise Conflict(messages.REFRESH_UNDER_WAY.format(run_id=run_id, refresh=busy))
+        owner = None if run.user_id is None else runs_repo.Visibility(user_id=run.user_id, every=False)
+        return await self._again(run, refresh_of=run_id, user_id=run.user_id, reader=owner)
+
+    async def _again(self, run: ResearchRun, question: str | None = None, **links: Any) -> str:
+        """A new run of ``run``'s template and corpus (its question, unless another is given), with ``links``."""
         return await self.start(
-            question=run.question,
+            question=run.question if question is None else question,
             template=run.template_id,
             corpus=run.corpus,
-            refresh_of=run_id,
-            user_id=user_id,
-            reader=reader,
+            **links,
         )
 
     async def _finished(self, run_id: str) -> ResearchRun:
-        """``run_id`` if it has finished with a report; ``NotFound`` / ``Conflict`` otherwise."""
+        """``run_id`` if it has finished with a report and is no refresh; ``NotFound`` / ``Conflict`` otherwise."""
         async with self.sessionmaker() as session:
             run = await runs_repo.get_run(session=session, run_id=run_id)
             artifact = None if run is None else await runs_repo.latest_artifact(session=session, run_id=run_id)
         if run is None:
             raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
+        if run.refresh_of is not None:
+            raise Conflict(messages.REFRESH_OF_REFRESH.format(run_id=run_id, target=run.refresh_of))
         if run.status in runs_repo.ACTIVE or artifact is None:
             raise Conflict(messages.RUN_NOT_FINISHED.format(run_id=run_id, status=run.status))
         return run

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from veracity.db import runs_repo
+from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import ResearchRun
-from veracity.domain import Report
+from veracity.domain import WEB_SOURCE, Report
 from veracity.ports import SearchHit, Thread
 
 MAX_PASSAGES = 24
@@ -54,7 +54,13 @@ async def load_thread(*, session: AsyncSession, run_id: str) -> Thread | None:
         return Thread(parent_id=parent.id, question=parent.question)
     report = Report.model_validate(artifact.report)
     sections = tuple(s.title for s in report.sections if s.claims)
-    return Thread(parent_id=parent.id, question=parent.question, sections=sections, passages=passages_of(report))
+    passages = passages_of(report)
+    if parent.corpus != WEB_SOURCE:  # a document deleted since is not read again (deleting it promised as much)
+        kept = await corpus_repo.existing_doc_ids(
+            session=session, corpus=parent.corpus, doc_ids={p.doc_id for p in passages}
+        )
+        passages = tuple(p for p in passages if p.doc_id in kept)
+    return Thread(parent_id=parent.id, question=parent.question, sections=sections, passages=passages)
 
 
 async def ancestors(*, session: AsyncSession, run: ResearchRun) -> list[ResearchRun]:

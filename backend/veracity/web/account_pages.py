@@ -9,12 +9,11 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from veracity import accounts, messages
-from veracity.accounts import Principal
+from veracity.accounts import SESSION_COOKIE, Principal
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import accounts_repo
 from veracity.errors import BadInput, Conflict, NotFound
 from veracity.web.auth import (
-    SESSION_COOKIE,
     CsrfDep,
     ReaderDep,
     SignedInDep,

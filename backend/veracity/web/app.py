@@ -89,7 +89,12 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.add_middleware(ServerErrors, templates=templates)  # inside SecurityHeaders: a 500 page gets them too
     app.add_middleware(SecurityHeaders)
     app.add_middleware(SameOrigin, settings=settings)
-    app.add_middleware(RequestLimits, limits=settings.limits, upload_bytes=settings.corpus.max_upload_bytes)
+    app.add_middleware(
+        RequestLimits,
+        limits=settings.limits,
+        upload_bytes=settings.corpus.max_upload_bytes,
+        accounts=settings.auth.enabled,
+    )
     app.mount("/static", StaticFiles(directory=str(FRONTEND / "static")), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)

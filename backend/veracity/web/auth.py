@@ -28,13 +28,12 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veracity import accounts, messages
-from veracity.accounts import ANONYMOUS, LOCAL, Principal
+from veracity.accounts import ANONYMOUS, LOCAL, SESSION_COOKIE, Principal
 from veracity.errors import Forbidden, Unauthorized
 from veracity.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-SESSION_COOKIE = "veracity_session"
 CSRF_COOKIE = "veracity_csrf"
 CSRF_FIELD = "csrf_token"
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})

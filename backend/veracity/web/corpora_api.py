@@ -9,14 +9,13 @@ from fastapi import APIRouter, File, Header, Query, Request, UploadFile
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
-from veracity.db import corpus_repo, uploads_repo
+from veracity.db import corpora_repo, uploads_repo
 from veracity.db.models import Upload
 from veracity.web.auth import SignedInDep, client_of
 from veracity.web.deps import SessionDep, SessionmakerDep, SettingsDep
 from veracity.web.errors import EVERY_ROUTE, error_responses
-from veracity.web.lookup import parse_last_event_id
 from veracity.web.sse import upload_json_stream
-from veracity.web.uploads import Uploads, corpus_or_404, follow, remove, stage, target_corpus, upload_or_404
+from veracity.web.uploads import Uploads, corpus_or_404, open_stream, remove, stage, target_corpus, upload_or_404
 
 router = APIRouter(responses=error_responses(*EVERY_ROUTE))
 
@@ -34,7 +33,7 @@ def _upload_json(upload: Upload) -> dict[str, Any]:
 
 @router.get("/v1/corpora", summary="The corpora you may search, with their size and dates")
 async def corpora_list(session: SessionDep, who: SignedInDep) -> dict[str, Any]:
-    corpora = await corpus_repo.list_corpora(session=session, user_id=who.user_id, every=who.is_admin)
+    corpora = await corpora_repo.list_corpora(session=session, user_id=who.user_id, every=who.is_admin)
     return {
         "corpora": [
             {
@@ -90,6 +89,7 @@ async def upload_get(upload_id: str, session: SessionDep, who: SignedInDep) -> d
     responses=error_responses(404),
 )
 async def upload_events(
+    request: Request,
     upload_id: str,
     session: SessionDep,
     sessionmaker: SessionmakerDep,
@@ -98,12 +98,9 @@ async def upload_events(
     after: str | None = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
-    cursor = parse_last_event_id(last_event_id if last_event_id is not None else after)
-    await upload_or_404(session, upload_id, who)
-    await session.close()
-    return EventSourceResponse(
-        upload_json_stream(follow(sessionmaker, upload_id, cursor)), ping=settings.limits.sse_ping_seconds
-    )
+    cursor = last_event_id if last_event_id is not None else after
+    events = await open_stream(request, session, sessionmaker, who, upload_id, cursor)
+    return EventSourceResponse(upload_json_stream(events), ping=settings.limits.sse_ping_seconds)
 
 
 @router.delete(
@@ -111,8 +108,10 @@ async def upload_events(
     summary="Delete a corpus and every document in it",
     responses=error_responses(403, 404, 409),
 )
-async def corpora_delete(request: Request, corpus: str, session: SessionDep, who: SignedInDep) -> dict[str, Any]:
-    gone = await remove(session, who, corpus, client_of(request))
+async def corpora_delete(
+    request: Request, corpus: str, session: SessionDep, sessionmaker: SessionmakerDep, who: SignedInDep
+) -> dict[str, Any]:
+    gone = await remove(session, sessionmaker, who, corpus, client_of(request))
     return {"corpus": corpus, "deleted_documents": gone}
 
 
@@ -122,9 +121,9 @@ async def corpora_delete(request: Request, corpus: str, session: SessionDep, who
     responses=error_responses(403, 404),
 )
 async def document_delete(
-    request: Request, corpus: str, document: int, session: SessionDep, who: SignedInDep
+    request: Request, corpus: str, document: int, session: SessionDep, sessionmaker: SessionmakerDep, who: SignedInDep
 ) -> dict[str, Any]:
-    gone = await remove(session, who, corpus, client_of(request), document)
+    gone = await remove(session, sessionmaker, who, corpus, client_of(request), document)
     return {"corpus": corpus, "deleted_documents": gone}
 
 
@@ -137,7 +136,7 @@ async def corpus_get(
     corpus: str, session: SessionDep, who: SignedInDep, page: Annotated[int, Query(ge=1, le=100_000)] = 1
 ) -> dict[str, Any]:
     info = await corpus_or_404(session, corpus, who)
-    documents = await corpus_repo.corpus_documents(session=session, corpus=corpus, offset=(page - 1) * 200, limit=200)
+    documents = await corpora_repo.corpus_documents(session=session, corpus=corpus, offset=(page - 1) * 200, limit=200)
     return {
         "corpus": info.name,
         "shared": info.user_id is None,

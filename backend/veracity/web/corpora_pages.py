@@ -13,19 +13,18 @@ from sse_starlette import EventSourceResponse
 from veracity import messages
 from veracity.accounts import Principal
 from veracity.corpus.wiki import ATTRIBUTION
-from veracity.db import corpus_repo, uploads_repo
+from veracity.db import corpora_repo, uploads_repo
 from veracity.errors import BadInput
 from veracity.web.auth import CsrfDep, SignedInDep, client_of
 from veracity.web.deps import SessionDep, SessionmakerDep, SettingsDep, TemplatesDep
 from veracity.web.errors import EVERY_ROUTE, REDIRECT, error_responses
-from veracity.web.lookup import parse_last_event_id
 from veracity.web.sse import upload_page_stream
 from veracity.web.uploads import (
     Uploads,
     corpus_or_404,
-    follow,
     forbid_unless,
     may_change,
+    open_stream,
     remove,
     stage,
     target_corpus,
@@ -47,7 +46,7 @@ async def _corpora_page(
     chosen: str = "",
     status_code: int = 200,
 ) -> HTMLResponse:
-    corpora = await corpus_repo.list_corpora(session=session, user_id=who.user_id, every=who.is_admin)
+    corpora = await corpora_repo.list_corpora(session=session, user_id=who.user_id, every=who.is_admin)
     writable = [c for c in corpora if may_change(who, c.user_id, True)]
     return templates.TemplateResponse(
         request,
@@ -133,6 +132,7 @@ async def upload_view(
 
 @router.get("/uploads/{upload_id}/live")
 async def upload_live(
+    request: Request,
     upload_id: str,
     templates: TemplatesDep,
     session: SessionDep,
@@ -143,12 +143,9 @@ async def upload_live(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
     """The upload page's stream: a file row and the status line per step, then ``done``."""
-    cursor = parse_last_event_id(last_event_id if last_event_id is not None else after)
-    await upload_or_404(session, upload_id, who)
-    await session.close()
-    return EventSourceResponse(
-        upload_page_stream(templates, follow(sessionmaker, upload_id, cursor)), ping=settings.limits.sse_ping_seconds
-    )
+    cursor = last_event_id if last_event_id is not None else after
+    events = await open_stream(request, session, sessionmaker, who, upload_id, cursor)
+    return EventSourceResponse(upload_page_stream(templates, events), ping=settings.limits.sse_ping_seconds)
 
 
 @router.get("/corpora/{corpus}", response_class=HTMLResponse)
@@ -161,7 +158,7 @@ async def corpus_page(
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> HTMLResponse:
     info = await corpus_or_404(session, corpus, who)
-    documents = await corpus_repo.corpus_documents(
+    documents = await corpora_repo.corpus_documents(
         session=session, corpus=corpus, offset=(page - 1) * DOCUMENTS_PER_PAGE, limit=DOCUMENTS_PER_PAGE + 1
     )
     uploads = await uploads_repo.recent_uploads(session=session, corpus=corpus)
@@ -191,8 +188,10 @@ async def corpus_delete_confirm(
 
 
 @router.post("/corpora/{corpus}/delete", response_model=None, responses=REDIRECT, dependencies=[CsrfDep])
-async def corpus_delete(request: Request, corpus: str, session: SessionDep, who: SignedInDep) -> Response:
-    await remove(session, who, corpus, client_of(request))
+async def corpus_delete(
+    request: Request, corpus: str, session: SessionDep, sessionmaker: SessionmakerDep, who: SignedInDep
+) -> Response:
+    await remove(session, sessionmaker, who, corpus, client_of(request))
     return RedirectResponse("/corpora?deleted=1", status_code=303)
 
 
@@ -203,7 +202,7 @@ async def corpus_delete(request: Request, corpus: str, session: SessionDep, who:
     dependencies=[CsrfDep],
 )
 async def document_delete(
-    request: Request, corpus: str, document: int, session: SessionDep, who: SignedInDep
+    request: Request, corpus: str, document: int, session: SessionDep, sessionmaker: SessionmakerDep, who: SignedInDep
 ) -> Response:
-    await remove(session, who, corpus, client_of(request), document)
+    await remove(session, sessionmaker, who, corpus, client_of(request), document)
     return RedirectResponse(f"/corpora/{corpus}?removed={document}", status_code=303)

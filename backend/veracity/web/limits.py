@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veracity import messages
-from veracity.accounts import Principal
+from veracity.accounts import SESSION_COOKIE, Principal
 from veracity.db import runs_repo
 from veracity.db.models import utcnow
 from veracity.errors import TooMany
@@ -34,10 +34,13 @@ UPLOAD_PATHS = re.compile(r"^/(corpora/upload|v1/corpora/[^/]+/documents)$")
 
 
 class RequestLimits:
-    def __init__(self, app: ASGIApp, limits: LimitSettings, upload_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, limits: LimitSettings, upload_bytes: int, accounts: bool = False) -> None:
         self.app = app
         self.limits = limits
         self.upload_bytes = upload_bytes
+        self.accounts = accounts
+        """With accounts, only a request that carries a sign-in (a session cookie or a bearer token; the route checks
+        it) gets the upload limit: no one can make the server spool an upload's worth of bytes before its 401."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,6 +52,12 @@ class RequestLimits:
             await _refuse(scope, receive, send, 431, "headers_too_large", messages.HEADERS_TOO_LARGE)
             return
         uploading = scope.get("method") == "POST" and UPLOAD_PATHS.match(scope.get("path", "")) is not None
+        if uploading and self.accounts:
+            uploading = any(
+                (k.lower() == b"authorization" and v[:7].lower() == b"bearer ")
+                or (k.lower() == b"cookie" and SESSION_COOKIE.encode() + b"=" in v)
+                for k, v in headers
+            )
         limit = self.upload_bytes if uploading else self.limits.max_body_bytes
         declared = next((v for k, v in headers if k.lower() == b"content-length"), None)
         if declared is not None and (not declared.isdigit() or len(declared) > 15 or int(declared) > limit):

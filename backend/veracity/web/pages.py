@@ -10,7 +10,7 @@ from sse_starlette import EventSourceResponse
 
 from veracity.accounts import Principal
 from veracity.corpus.wiki import ATTRIBUTION
-from veracity.db import corpus_repo, runs_repo
+from veracity.db import corpora_repo, runs_repo
 from veracity.errors import BadInput, Conflict, NotFound, TooMany
 from veracity.events import TERMINAL_EVENTS
 from veracity.runs.reducer import reduce_events
@@ -55,7 +55,7 @@ async def _home(
     runs = await runs_repo.recent_runs(
         session=session, visible=who.visibility, query=query, offset=(page - 1) * PER_PAGE, limit=PER_PAGE + 1
     )
-    corpora = await corpus_repo.usable_corpora(session=session, user_id=who.user_id, every=who.is_admin)
+    corpora = await corpora_repo.usable_corpora(session=session, user_id=who.user_id, every=who.is_admin)
     return templates.TemplateResponse(
         request,
         "pages/home.html",
@@ -250,6 +250,7 @@ async def run_page(
             "sections": spec.sections if spec else [],
             "same_question": same_question,
             "thread": await thread_of(session, run, who),
+            "max_chars": settings.limits.max_question_chars,
             "attribution": ATTRIBUTION,
             "mismatch": corpus_mismatch(registry.all(), spec, run.corpus, settings.corpus.default),
         },

@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette import ServerSentEvent
 
 from veracity.db.models import RunEvent, UploadEvent
+from veracity.db.uploads_repo import TERMINAL as UPLOAD_TERMINAL
 from veracity.events import RetrieveComplete
 from veracity.runs.reducer import RunView, StoredEvent, apply
 from veracity.web.topology import GraphShape, layout
@@ -125,5 +126,5 @@ async def upload_page_stream(
             yield ServerSentEvent(data=row, event="file", id=seq)
         status = _render(templates, "partials/_upload_status.html", last=event)
         yield ServerSentEvent(data=status, event="status", id=seq)
-        if event.name in ("upload_complete", "upload_failed"):
+        if event.name in UPLOAD_TERMINAL:
             yield ServerSentEvent(data="finished", event="done", id=seq)

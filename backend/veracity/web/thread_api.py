@@ -8,16 +8,12 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from veracity import messages
-from veracity.db import runs_repo
-from veracity.domain import Report
-from veracity.errors import BadInput
-from veracity.runs.diff import diff_reports
 from veracity.web.auth import SignedInDep
 from veracity.web.deps import ServiceDep, SessionDep, SessionmakerDep, SettingsDep
 from veracity.web.errors import EVERY_ROUTE, error_responses
 from veracity.web.limits import check_run_quota
-from veracity.web.lookup import run_or_404, version_or_404
+from veracity.web.lookup import run_or_404
+from veracity.web.thread_pages import version_changes
 
 router = APIRouter(responses=error_responses(*EVERY_ROUTE))
 
@@ -68,7 +64,7 @@ async def refresh(
     await run_or_404(session, run_id, who.visibility)
     await session.close()
     await check_run_quota(sessionmaker, who, settings.limits)
-    new_id = await service.refresh(run_id, user_id=who.user_id, reader=who.visibility)
+    new_id = await service.refresh(run_id)
     return JSONResponse(
         {"refresh_run_id": new_id, "run_id": run_id, "events_url": f"/v1/research/{new_id}/events"},
         status_code=202,
@@ -88,12 +84,5 @@ async def changes(
     after: Annotated[int | None, Query(alias="to", ge=1, le=1_000_000)] = None,
 ) -> dict[str, Any]:
     run = await run_or_404(session, run_id, who.visibility)
-    versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
-    newer = version_or_404(run, versions, after)
-    older = version_or_404(run, versions, before if before is not None else max(1, newer.version - 1))
-    if older.version == newer.version:
-        raise BadInput(messages.VERSIONS_SAME)
-    diff = diff_reports(
-        Report.model_validate(older.report), Report.model_validate(newer.report), (older.version, newer.version)
-    )
+    _, diff = await version_changes(session, run, before, after)
     return {"run_id": run_id, **diff.as_dict()}

@@ -3,6 +3,7 @@ against the sources as they are now, written as its next version), and see what 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -14,10 +15,10 @@ from veracity import messages
 from veracity.accounts import Principal
 from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import runs_repo
-from veracity.db.models import ResearchRun
+from veracity.db.models import ArtifactVersion, ResearchRun
 from veracity.domain import Report
 from veracity.errors import BadInput
-from veracity.runs.diff import diff_reports
+from veracity.runs.diff import VersionDiff, diff_reports
 from veracity.runs.thread import ancestors, follow_ups
 from veracity.web.auth import CsrfDep, SignedInDep
 from veracity.web.deps import ServiceDep, SessionDep, SessionmakerDep, SettingsDep, TemplatesDep
@@ -46,9 +47,25 @@ async def thread_of(session: AsyncSession, run: ResearchRun, who: Principal) -> 
     return ThreadView(
         ancestors=[r for r in await ancestors(session=session, run=run) if visible(r)],
         follow_ups=[r for r in await follow_ups(session=session, run_id=run.id) if visible(r)],
-        refreshes=list(await runs_repo.refreshes_of(session=session, run_id=run.id)),
+        refreshes=[r for r in await runs_repo.refreshes_of(session=session, run_id=run.id) if visible(r)],
         refreshing=refreshing,
     )
+
+
+async def version_changes(
+    session: AsyncSession, run: ResearchRun, before: int | None, after: int | None
+) -> tuple[Sequence[ArtifactVersion], VersionDiff]:
+    """The run's versions, and what changed from ``before`` to ``after`` (default: the latest and the one before
+    it); 404 for a version it does not have, ``BadInput`` for the same version twice."""
+    versions = await runs_repo.artifact_versions(session=session, run_id=run.id)
+    newer = version_or_404(run, versions, after)
+    older = version_or_404(run, versions, before if before is not None else max(1, newer.version - 1))
+    if older.version == newer.version:
+        raise BadInput(messages.VERSIONS_SAME)
+    diff = diff_reports(
+        Report.model_validate(older.report), Report.model_validate(newer.report), (older.version, newer.version)
+    )
+    return versions, diff
 
 
 router = APIRouter(responses=error_responses(*EVERY_ROUTE, 404, 409, 422, 429, html=True))
@@ -87,7 +104,7 @@ async def refresh_page(
     await run_or_404(session, run_id, who.visibility)
     await session.close()
     await check_run_quota(sessionmaker, who, settings.limits)
-    new_id = await service.refresh(run_id, user_id=who.user_id, reader=who.visibility)
+    new_id = await service.refresh(run_id)
     return RedirectResponse(f"/runs/{new_id}", status_code=303)
 
 
@@ -103,14 +120,7 @@ async def changes_page(
 ) -> HTMLResponse:
     """What changed between two versions (by default: the one before the latest, and the latest)."""
     run = await run_or_404(session, run_id, who.visibility)
-    versions = await runs_repo.artifact_versions(session=session, run_id=run_id)
-    newer = version_or_404(run, versions, after)
-    older = version_or_404(run, versions, before if before is not None else max(1, newer.version - 1))
-    if older.version == newer.version:
-        raise BadInput(messages.VERSIONS_SAME)
-    diff = diff_reports(
-        Report.model_validate(older.report), Report.model_validate(newer.report), (older.version, newer.version)
-    )
+    versions, diff = await version_changes(session, run, before, after)
     return templates.TemplateResponse(
         request,
         "pages/changes.html",
@@ -118,8 +128,6 @@ async def changes_page(
             "run": run,
             "diff": diff,
             "versions": versions,
-            "older": older,
-            "newer": newer,
             "attribution": ATTRIBUTION,
         },
     )

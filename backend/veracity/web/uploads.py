@@ -15,18 +15,29 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import UploadFile
 
 from veracity import messages
 from veracity.accounts import Principal
 from veracity.corpus.ingest import check_corpus_name
-from veracity.corpus.uploads import Staged, UploadRun, clean_name, name_refusal, new_upload_id
-from veracity.db import accounts_repo, corpus_repo, uploads_repo
+from veracity.corpus.uploads import (
+    Staged,
+    UploadRun,
+    clean_name,
+    is_stale,
+    name_refusal,
+    new_upload_id,
+    sweep_stale,
+)
+from veracity.db import accounts_repo, corpora_repo, uploads_repo
 from veracity.db.models import Upload, UploadEvent
-from veracity.errors import BadInput, Conflict, Forbidden, NotFound
+from veracity.errors import BadInput, Conflict, Forbidden, NotFound, TooMany
 from veracity.semantic.model import SemanticModel
 from veracity.settings import Settings
+from veracity.web.limits import StreamSlots
+from veracity.web.lookup import parse_last_event_id
 
 logger = logging.getLogger(__name__)
 
@@ -43,28 +54,29 @@ def may_change(who: Principal, owner: int | None, exists: bool) -> bool:
     return who.is_admin or not exists or (owner is not None and owner == who.user_id)
 
 
-async def corpus_or_404(session: AsyncSession, corpus: str, who: Principal) -> corpus_repo.CorpusInfo:
+async def corpus_or_404(session: AsyncSession, corpus: str, who: Principal) -> corpora_repo.CorpusInfo:
     """The corpus as the reader may see it, or the 404 of a corpus that does not exist."""
-    found = {
-        c.name: c for c in await corpus_repo.list_corpora(session=session, user_id=who.user_id, every=who.is_admin)
-    }
-    if corpus not in found or not may_see(who, found[corpus].user_id):
+    info = await corpora_repo.corpus_info(session=session, name=corpus, user_id=who.user_id, every=who.is_admin)
+    if info is None:
         raise NotFound(messages.CORPUS_GONE.format(corpus=corpus))
-    return found[corpus]
+    return info
+
+
+def check_target(who: Principal, corpus: str, existed: bool, owner: int | None) -> None:
+    """``BadInput`` when the reader may not add to ``corpus`` (a name taken by a corpus they cannot see is refused
+    without saying whose it is)."""
+    if not may_change(who, owner, existed):
+        taken = not may_see(who, owner)
+        raise BadInput((messages.CORPUS_TAKEN if taken else messages.CORPUS_NOT_YOURS).format(corpus=corpus))
 
 
 async def target_corpus(session: AsyncSession, corpus: str, who: Principal) -> str:
-    """``corpus`` checked as an upload's target: a valid name, and one the reader may add to (a name taken by a
-    corpus they may not change is refused without saying whose it is)."""
+    """``corpus`` checked as an upload's target before its files are read: a valid name the reader may add to.
+    (``Uploads.start`` checks again as it claims the name, in the transaction that records the upload.)"""
     check_corpus_name(corpus)
-    owner = await corpus_repo.corpus_owner(session=session, name=corpus)
-    exists = owner is not None or bool(await corpus_repo.document_count(session=session, corpus=corpus))
-    if not may_change(who, owner, exists):
-        raise BadInput(
-            messages.CORPUS_TAKEN.format(corpus=corpus)
-            if not may_see(who, owner)
-            else messages.CORPUS_NOT_YOURS.format(corpus=corpus)
-        )
+    owner = await corpora_repo.corpus_owner(session=session, name=corpus)
+    existed = owner is not None or await corpora_repo.corpus_exists(session=session, name=corpus)
+    check_target(who, corpus, existed, owner)
     return corpus
 
 
@@ -114,6 +126,13 @@ class Uploads:
         """Record the upload (and the act in the security log), then ingest it in the background."""
         try:
             async with self.sessionmaker() as session, session.begin():
+                limit = self.settings.corpus.uploads_at_once
+                if await uploads_repo.active_count(session=session, user_id=who.user_id) >= limit:
+                    raise TooMany(messages.UPLOADS_AT_ONCE.format(limit=limit), 10)
+                existed, owner = await corpora_repo.claim_corpus(
+                    session=session, name=staged.corpus, user_id=who.user_id
+                )
+                check_target(who, staged.corpus, existed, owner)
                 await uploads_repo.create_upload(
                     session=session, upload_id=staged.upload_id, corpus=staged.corpus, user_id=who.user_id
                 )
@@ -156,8 +175,13 @@ async def follow(
     (``upload_complete`` / ``upload_failed``), or until the upload is gone (deleted with its corpus)."""
     while True:
         async with sessionmaker() as session:
-            if await uploads_repo.get_upload(session=session, upload_id=upload_id) is None:
+            upload = await uploads_repo.get_upload(session=session, upload_id=upload_id)
+            if upload is None:
                 return
+            stale = upload.status in uploads_repo.ACTIVE and is_stale(upload.updated_at)
+        if stale:  # its process died: end it, and the stream with the event that says so
+            await sweep_stale(sessionmaker)
+        async with sessionmaker() as session:
             events = await uploads_repo.events_after(session=session, upload_id=upload_id, after_seq=after)
         for event in events:
             after = event.seq
@@ -172,16 +196,26 @@ def forbid_unless(allowed: bool, corpus: str) -> None:
         raise Forbidden(messages.CORPUS_NOT_YOURS.format(corpus=corpus))
 
 
-async def remove(session: AsyncSession, who: Principal, corpus: str, client: str, document: int | None = None) -> int:
+async def remove(
+    session: AsyncSession,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    who: Principal,
+    corpus: str,
+    client: str,
+    document: int | None = None,
+) -> int:
     """Delete a corpus (or one of its documents) the reader may change, in the security log; the number of
     documents gone. 404 for a corpus (or document) the reader cannot see, 403 for a shared one (admins only)."""
     info = await corpus_or_404(session, corpus, who)
     forbid_unless(may_change(who, info.user_id, True), corpus)
+    if document is None and await uploads_repo.active_upload(session=session, corpus=corpus):
+        await session.rollback()
+        await sweep_stale(sessionmaker)  # an upload whose process died does not hold its corpus
     if document is None and (busy := await uploads_repo.active_upload(session=session, corpus=corpus)):
         raise Conflict(messages.CORPUS_UPLOADING.format(corpus=corpus, upload=busy))
     await session.rollback()  # end the read: the delete and its log line are one transaction of their own
     async with session.begin():
-        gone = await corpus_repo.delete_documents(session=session, corpus=corpus, document_id=document)
+        gone = await corpora_repo.delete_documents(session=session, corpus=corpus, document_id=document)
         if document is None:
             await uploads_repo.forget_uploads(session=session, corpus=corpus)
         if document is not None and gone == 0:
@@ -195,3 +229,20 @@ async def remove(session: AsyncSession, who: Principal, corpus: str, client: str
             detail={"documents": gone},
         )
     return gone
+
+
+async def open_stream(
+    request: Request,
+    session: AsyncSession,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    who: Principal,
+    upload_id: str,
+    cursor: str | None,
+) -> AsyncIterator[UploadEvent]:
+    """The events of an upload the reader may see after ``cursor`` (a Last-Event-ID or ``?after=``), counted
+    among the reader's live streams as a run's are."""
+    after = parse_last_event_id(cursor)
+    await upload_or_404(session, upload_id, who)
+    await session.close()
+    slots: StreamSlots = request.app.state.streams
+    return slots.follow(slots.take(who), follow(sessionmaker, upload_id, after))

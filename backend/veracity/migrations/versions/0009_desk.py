@@ -2,7 +2,8 @@
 threads and refreshes of runs, and a short indexed key for "other runs of this question".
 
 - ``corpora``: one row per corpus, ``user_id`` its owner (NULL: shared — made by the CLI or bundled — seen by
-  everyone). Filled from the documents already stored, all shared.
+  everyone). Filled from the documents already stored, all shared. A user who owns a corpus cannot be deleted
+  (RESTRICT): a corpus that lost its owner row would read as shared.
 - ``uploads`` / ``upload_events``: an upload from the browser or the API, and the progress it reports (read by the
   same Last-Event-ID stream a run's events are).
 - ``research_runs.parent_id``: the run a follow-up follows; ``refresh_of``: the run whose next artifact version this
@@ -33,7 +34,7 @@ def upgrade() -> None:
         sa.Column("user_id", sa.Integer(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("name", name="pk_corpora"),
-        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name="fk_corpora_user_id_users", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name="fk_corpora_user_id_users", ondelete="RESTRICT"),
     )
     op.create_index("ix_corpora_user_id", "corpora", ["user_id"])
     op.execute(
