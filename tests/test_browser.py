@@ -25,6 +25,7 @@ import pytest
 from playwright.async_api import Browser, Page
 
 from conftest import ARTIFACTS, sqlite_url
+from veracity import messages
 
 pytestmark = pytest.mark.browser
 
@@ -330,7 +331,7 @@ async def test_reopened_run_equals_live(server: Server, browser: Browser) -> Non
     for key in live_state:
         assert reopened[key] == live_state[key], f"{key} differs between the live page and the reopened run"
 
-    # Open the same run through the home page's "Open a run by ID" form.
+    # Open the same run through the home page's "Open a run" form.
     run_url = f"{server.base_url}/runs/{run_id}"
     for typed in (run_id, f"  {run_id.upper()} "):
         await fresh.goto(f"{server.base_url}/")
@@ -452,8 +453,8 @@ async def test_each_outcome_looks_like_what_it_is(
     }[outcome]
     assert text.startswith(heading)
     if outcome == "fallback":  # nothing in the corpus answers it: said so, not blamed on a draft
-        assert "nothing retrieved answers the question" in text and "Nothing in corpus wiki answers" in text
-        assert "did not pass the checks" not in text
+        assert messages.FALLBACK_NOTHING_RELEVANT in text and "Nothing in corpus wiki answers" in text
+        assert messages.FALLBACK_CHECKS_FAILED not in text and "did not pass the checks" not in text
     # The audit panel arrives live, before the stream closes: the route decision first, what happened last.
     stages = await page.eval_on_selector_all("#audit li[data-stage]", "els => els.map(e => e.dataset.stage)")
     assert stages[0] == "route" and stages[-1] in ("shipped", "outcome")

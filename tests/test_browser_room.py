@@ -792,10 +792,10 @@ async def test_keyboard_reaches_the_form_exports_and_chips(fast_server: Server, 
     order = await tab_until(page, "input#run_id", 30)
     print(f"home Tab order: {order}")
     wanted = [
-        "input[name=template]=answer",  # the checked radio of the group: the default template
-        "textarea#question[name=question]",
+        "textarea#question[name=question]",  # the question first
+        "input#template-answer[name=template]=answer",  # the checked radio of the group: the default template
         "select#corpus[name=corpus]",
-        "button",
+        "button#ask-submit",
         "input#run_id[name=run_id]",
     ]
     positions = [order.index(w) for w in wanted]
@@ -803,8 +803,8 @@ async def test_keyboard_reaches_the_form_exports_and_chips(fast_server: Server, 
     # Arrow keys move within the template radio group.
     await page.focus("input[name=template]:checked")
     await page.keyboard.press("ArrowDown")
-    assert await page.evaluate(DESCRIBE_FOCUS_JS) != "input[name=template]=answer"
-    assert (await page.evaluate(DESCRIBE_FOCUS_JS)).startswith("input[name=template]=")
+    assert await page.evaluate(DESCRIBE_FOCUS_JS) != "input#template-answer[name=template]=answer"
+    assert (await page.evaluate(DESCRIBE_FOCUS_JS)).startswith("input#template-")
 
     await page.goto(f"{fast_server.base_url}/runs/{car_run}")
     order = await tab_until(page, "#report details.anchor summary", 60)

@@ -65,6 +65,9 @@ class BranchStat(BaseModel):
     page_errors: list[str] = Field(
         default_factory=list, description="Pages this branch could not open (URL: why); the branch went on."
     )
+    pages_read: int = Field(
+        default=0, description="Pages or passages this branch opened and could read (a failed fetch not counted)."
+    )
 
 
 class Shard(BaseModel):

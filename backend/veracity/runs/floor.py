@@ -21,18 +21,23 @@ FLOOR_TEXT: dict[str, dict[str, str]] = {
         "handoff": "Not shipped: confidence is too low; a person will review it.",
         "nothing_relevant": "Not written: nothing retrieved answers the question.",
         "search_failed": "Not written: the search failed, so there was nothing to write from.",
+        "model_failed": "Not written: the model failed before it wrote a draft.",
         "not_verified": "Not written: the draft could not be verified.",
         "digest_title": "Evidence digest",
         "digest_note": "Verbatim sentences retrieved for this question, best-scored first; not a written answer.",
         "floor_note": DEFAULT_FLOOR_NOTE,
         "reason": "{note} Reason: {reason}.",
         "nothing_note": "{reason}.",
+        "search_note": "The search could not be reached, so nothing was written. Reason: {reason}.",
+        "model_note": "The model failed, so nothing was written. Reason: {reason}.",
+        "found_nothing": "Nothing was found to show.",
         "handoff_note": "This answer needs a person before it can be given: {why}.",
     },
     "ms": {
         "handoff": "Tidak dihantar: keyakinan terlalu rendah; seseorang akan menyemaknya.",
         "nothing_relevant": "Tidak ditulis: tiada apa-apa yang diperoleh menjawab soalan ini.",
         "search_failed": "Tidak ditulis: carian gagal, jadi tiada bahan untuk ditulis.",
+        "model_failed": "Tidak ditulis: model gagal sebelum menulis draf.",
         "not_verified": "Tidak ditulis: draf tidak dapat disahkan.",
         "digest_title": "Ringkasan bukti",
         "digest_note": (
@@ -44,6 +49,9 @@ FLOOR_TEXT: dict[str, dict[str, str]] = {
         ),
         "reason": "{note} Sebab: {reason}.",
         "nothing_note": "Tiada apa-apa yang diperoleh menjawab soalan ini ({reason}).",
+        "search_note": "Carian tidak dapat dicapai, jadi tiada apa-apa ditulis. Sebab: {reason}.",
+        "model_note": "Model gagal, jadi tiada apa-apa ditulis. Sebab: {reason}.",
+        "found_nothing": "Tiada apa-apa ditemui untuk ditunjukkan.",
         "handoff_note": "Jawapan ini perlu disemak oleh seseorang sebelum boleh diberikan: {why}.",
     },
 }
@@ -61,21 +69,28 @@ def floor_language(spec: Spec, question: str, language: str | None = None) -> st
     return detected if detected in FLOOR_TEXT else "en"
 
 
-NOTHING_PREFIX = messages.NOTHING_RELEVANT.split("{")[0]
-SEARCH_FAILED_PREFIX = messages.SEARCH_FAILED.split("{")[0]
-FallbackKind = Literal["nothing_relevant", "search_failed", "not_verified"]
+def _prefix(message: str) -> str:
+    return message.split("{")[0]
+
+
+FallbackKind = Literal["nothing_relevant", "search_failed", "model_failed", "not_verified"]
+KIND_PREFIXES: tuple[tuple[FallbackKind, str], ...] = (
+    ("nothing_relevant", _prefix(messages.NOTHING_RELEVANT)),
+    ("search_failed", _prefix(messages.SEARCH_FAILED)),
+    ("search_failed", _prefix(messages.PAGES_UNREACHABLE)),
+    ("model_failed", _prefix(messages.COMPOSER_FAILED)),
+)
+"""Each cause's reason begins with its message's fixed words (``graph/nodes/decide.py`` and ``compose.py`` write
+them from ``messages``); any other reason is a draft that failed the checks."""
 
 
 def fallback_kind(reason: str | None) -> FallbackKind:
     """Why a fallback has nothing written, read from its reason: nothing retrieved answers the question, the
-    search failed, or a draft was made and could not be verified. The floor, the run page's banner and its
-    status line all say it from this one rule."""
+    search (or every page it found) could not be reached, the model failed before it wrote a draft, or a draft
+    was made and could not be verified. The floor and the run page's outcome statement say it from this one
+    rule."""
     reason = reason or ""
-    if reason.startswith(NOTHING_PREFIX):
-        return "nothing_relevant"
-    if reason.startswith(SEARCH_FAILED_PREFIX):
-        return "search_failed"
-    return "not_verified"
+    return next((kind for kind, prefix in KIND_PREFIXES if reason.startswith(prefix)), "not_verified")
 
 
 def floor_report(
@@ -119,9 +134,17 @@ def floor_report(
         )
     )
     floor_note = text["floor_note"] if spec.policy.floor_note == DEFAULT_FLOOR_NOTE else spec.policy.floor_note
-    note = text["reason"].format(note=floor_note, reason=reason)
-    if fallback_kind(reason) == "nothing_relevant":  # said plainly: the corpus does not hold an answer
+    kind = fallback_kind(reason)
+    if kind == "nothing_relevant":  # said plainly: the corpus does not hold an answer
         note = text["nothing_note"].format(reason=reason)
+    elif kind == "search_failed":  # the template's note would say it "shows what it found": nothing was
+        note = text["search_note"].format(reason=reason)
+    elif kind == "model_failed":
+        note = text["model_note"].format(reason=reason)
+    else:
+        note = text["reason"].format(note=floor_note, reason=reason)
+        if not digest:
+            note += " " + text["found_nothing"]
     if outcome == "handoff":
         note = text["handoff_note"].format(why=needs_human_reason or reason)
     disclaimers = spec.policy.disclaimer

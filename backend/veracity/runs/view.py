@@ -40,6 +40,8 @@ class InspectorRow(OpenedSource):
 
     model_config = ConfigDict(frozen=False)
     subtasks: list[str]
+    passages: int = 1
+    """Passages of this one local document opened (the inspector shows a document once)."""
 
 
 class StoredEvent(Protocol):
@@ -102,7 +104,24 @@ class RunView:
 
     @property
     def opened_in_order(self) -> list[InspectorRow]:
-        return [self.opened[k] for k in sorted(self.opened)]
+        """What was opened, in run-wide order: each web page once, and each local document once — its further
+        passages folded into the row of its first (``passages`` counts them, ``bytes`` adds them up, branches
+        joined), so one document is not listed twice."""
+        rows: list[InspectorRow] = []
+        documents: dict[str, InspectorRow] = {}
+        for order in sorted(self.opened):
+            row = self.opened[order]
+            first = documents.get(row.doc_id) if row.kind == "local" else None
+            if first is None:
+                row = row.model_copy(deep=True)  # the view's own rows stay as the events made them
+                rows.append(row)
+                if row.kind == "local":
+                    documents[row.doc_id] = row
+                continue
+            first.passages += 1
+            first.bytes = (first.bytes or 0) + (row.bytes or 0)
+            first.subtasks += [s for s in row.subtasks if s not in first.subtasks]
+        return rows
 
     def source_sections(self, subtasks: list[str], doc_id: str | None = None) -> str:
         """The sections a source serves, space-separated (the source inspector filters on it): the sections its

@@ -10,7 +10,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from veracity import accounts, messages
 from veracity.accounts import SESSION_COOKIE, Principal
-from veracity.corpus.wiki import ATTRIBUTION
 from veracity.db import accounts_repo
 from veracity.errors import BadInput, Conflict, NotFound
 from veracity.web.auth import (
@@ -33,7 +32,7 @@ def _local_path(target: str) -> str:
 def _page(
     request: Request, templates: TemplatesDep, name: str, context: dict[str, Any], status_code: int = 200
 ) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, {"attribution": ATTRIBUTION, **context}, status_code=status_code)
+    return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
 @router.get("/signin", response_class=HTMLResponse)

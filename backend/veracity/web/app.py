@@ -9,12 +9,12 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException
 
-from veracity import __version__
+from veracity import __version__, messages
 from veracity.corpus.uploads import sweep_stale
 from veracity.errors import TooMany, Unauthorized, VeracityError
 from veracity.fetch.canonical import host_of, link_url
@@ -38,7 +38,16 @@ from veracity.web.limits import RequestLimits, StreamSlots
 from veracity.web.security import SecurityHeaders
 from veracity.web.topology import graph_shape
 from veracity.web.uploads import Uploads
-from veracity.web.view import age, report_reference_numbers, size
+from veracity.web.view import (
+    age,
+    breakable,
+    duration,
+    fallback_cause,
+    found_statement,
+    report_reference_numbers,
+    seconds_since,
+    size,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +91,12 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     templates.env.filters["size"] = size
     templates.env.filters["link_url"] = link_url
     templates.env.filters["fallback_kind"] = fallback_kind
+    templates.env.filters["fallback_cause"] = fallback_cause
+    templates.env.filters["found_statement"] = found_statement
+    templates.env.filters["seconds_since"] = seconds_since
+    templates.env.filters["duration"] = duration
+    templates.env.filters["breakable"] = breakable
+    templates.env.filters["duration_ms"] = lambda ms: duration(ms / 1000, tenths=True)
     templates.env.globals["csrf_token"] = csrf_token
     templates.env.globals["accounts_on"] = settings.auth.enabled
     app.state.templates = templates
@@ -127,9 +142,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         details = "; ".join(
             f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors()
         )
-        message = f"The request is not valid: {details}"
-        if wants_html(request):
-            return HTMLResponse(message, status_code=422)
-        return JSONResponse({"error": {"code": "bad_input", "message": message}}, status_code=422)
+        message = messages.REQUEST_INVALID.format(details=details)
+        return error_response(request, templates, status=422, code="bad_input", message=message)
 
     return app

@@ -12,7 +12,8 @@ from sse_starlette import EventSourceResponse
 
 from veracity import messages
 from veracity.accounts import Principal
-from veracity.corpus.wiki import ATTRIBUTION
+from veracity.corpus.wiki import CORPUS as WIKI_CORPUS
+from veracity.corpus.wiki import attribution_for
 from veracity.db import corpora_repo, uploads_repo
 from veracity.errors import BadInput
 from veracity.web.auth import CsrfDep, SignedInDep, client_of
@@ -60,7 +61,7 @@ async def _corpora_page(
             "max_file_bytes": settings.corpus.max_file_bytes,
             "max_upload_bytes": settings.corpus.max_upload_bytes,
             "max_upload_files": settings.corpus.max_upload_files,
-            "attribution": ATTRIBUTION,
+            "attribution": attribution_for(WIKI_CORPUS) if any(c.name == WIKI_CORPUS for c in corpora) else None,
         },
         status_code=status_code,
     )
@@ -125,7 +126,6 @@ async def upload_view(
             "steps": [e.payload for e in events if e.name == "file_done"],
             "last": events[-1] if events else None,
             "finished": bool(events) and events[-1].name in uploads_repo.TERMINAL,
-            "attribution": ATTRIBUTION,
         },
     )
 
@@ -172,7 +172,7 @@ async def corpus_page(
             "page": page,
             "uploads": [u for u in uploads if who.is_admin or u.user_id == who.user_id],
             "can_change": may_change(who, info.user_id, True),
-            "attribution": ATTRIBUTION,
+            "attribution": attribution_for(corpus),
         },
     )
 
@@ -184,7 +184,7 @@ async def corpus_delete_confirm(
     """Asks before deleting a corpus: its size, what goes with it, and the button that does it."""
     info = await corpus_or_404(session, corpus, who)
     forbid_unless(may_change(who, info.user_id, True), corpus)
-    return templates.TemplateResponse(request, "pages/corpus_delete.html", {"corpus": info, "attribution": ATTRIBUTION})
+    return templates.TemplateResponse(request, "pages/corpus_delete.html", {"corpus": info})
 
 
 @router.post("/corpora/{corpus}/delete", response_model=None, responses=REDIRECT, dependencies=[CsrfDep])

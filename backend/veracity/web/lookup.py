@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from urllib.parse import parse_qs, urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -12,7 +14,7 @@ from veracity.db import runs_repo
 from veracity.db.models import ArtifactVersion, ResearchRun
 from veracity.db.runs_repo import Visibility
 from veracity.errors import NotFound
-from veracity.inputs import parse_cursor
+from veracity.inputs import parse_cursor, shown
 from veracity.runs.service import RUN_ID_LEN
 
 
@@ -20,6 +22,29 @@ def check_run_id(run_id: str) -> str:
     if len(run_id) != RUN_ID_LEN or any(c not in "0123456789abcdef" for c in run_id):
         raise NotFound(messages.RUN_ID_MALFORMED.format(run_id=run_id[:80]))
     return run_id
+
+
+_RUN_ID_RE = re.compile(rf"[0-9a-f]{{{RUN_ID_LEN}}}")
+_VERSION_RE = re.compile(r"[1-9][0-9]{0,8}")
+
+
+def run_address(text: str) -> tuple[str, int | None]:
+    """The run a reader typed or pasted into the home page's "Open a run" box, and the version it names: a run ID
+    (any case, spaces around it), or any address with the ID as one step of its path — the run's page or its
+    permalink (``…/runs/<id>?version=2``), its API answer, an export. ``NotFound`` saying what it takes when
+    the text is neither."""
+    text = text.strip()
+    if _RUN_ID_RE.fullmatch(text.lower()):
+        return text.lower(), None
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # e.g. an unclosed "[" where a host would be
+        parts = None
+    ids = [s.lower() for s in (parts.path.split("/") if parts else []) if _RUN_ID_RE.fullmatch(s.lower())]
+    if parts is None or len(set(ids)) != 1:
+        raise NotFound(messages.OPEN_RUN_UNREADABLE.format(text=shown(text)))
+    asked = parse_qs(parts.query).get("version", [""])[0]
+    return ids[0], int(asked) if _VERSION_RE.fullmatch(asked) else None
 
 
 def parse_last_event_id(value: str | None) -> int:

@@ -9,7 +9,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 
 from veracity.accounts import Principal
-from veracity.corpus.wiki import ATTRIBUTION
+from veracity.corpus.wiki import CORPUS as WIKI_CORPUS
+from veracity.corpus.wiki import attribution_for
 from veracity.db import corpora_repo, runs_repo
 from veracity.errors import BadInput, Conflict, NotFound, TooMany
 from veracity.events import TERMINAL_EVENTS
@@ -29,7 +30,7 @@ from veracity.web.deps import (
 )
 from veracity.web.errors import EVERY_ROUTE, REDIRECT, error_responses
 from veracity.web.limits import StreamSlots, check_run_quota
-from veracity.web.lookup import parse_last_event_id, run_or_404, version_or_404
+from veracity.web.lookup import parse_last_event_id, run_address, run_or_404, version_or_404
 from veracity.web.sse import page_stream
 from veracity.web.thread_pages import thread_of
 from veracity.web.topology import layout
@@ -68,7 +69,8 @@ async def _home(
             "corpora": corpora,
             "error": error,
             "form": form or {},
-            "attribution": ATTRIBUTION,
+            # The default corpus is named on the template cards: its credit is owed here when it is loaded.
+            "attribution": attribution_for(WIKI_CORPUS) if WIKI_CORPUS in corpora else None,
             "max_chars": settings.limits.max_question_chars,
         },
         status_code=status_code,
@@ -141,12 +143,14 @@ async def open_run(
     who: SignedInDep,
     run_id: str = "",
 ) -> Response:
-    run_id = run_id.strip().lower()
+    """The home page's "Open a run" form: a run ID, or a pasted address of a run's page (a permalink keeps its
+    version), to that run's page; the home page with the reason otherwise."""
     try:
-        await run_or_404(session, run_id, who.visibility)
+        found, version = run_address(run_id)
+        await run_or_404(session, found, who.visibility)
     except NotFound as exc:
         return await _home(request, templates, registry, settings, session, who, error=exc.message, status_code=404)
-    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+    return RedirectResponse(f"/runs/{found}" + (f"?version={version}" if version else ""), status_code=303)
 
 
 @router.post("/runs/{run_id}/cancel", response_model=None, responses=REDIRECT, dependencies=[CsrfDep])
@@ -186,7 +190,7 @@ async def delete_confirm(
 ) -> HTMLResponse:
     """Asks before deleting: the run's question, what goes with it, and the button that does it."""
     run = await run_or_404(session, run_id, who.visibility)
-    return templates.TemplateResponse(request, "pages/delete.html", {"run": run, "attribution": ATTRIBUTION})
+    return templates.TemplateResponse(request, "pages/delete.html", {"run": run})
 
 
 @router.post(
@@ -251,7 +255,7 @@ async def run_page(
             "same_question": same_question,
             "thread": await thread_of(session, run, who),
             "max_chars": settings.limits.max_question_chars,
-            "attribution": ATTRIBUTION,
+            "attribution": attribution_for(run.corpus),
             "mismatch": corpus_mismatch(registry.all(), spec, run.corpus, settings.corpus.default),
         },
     )

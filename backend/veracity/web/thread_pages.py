@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity import messages
 from veracity.accounts import Principal
-from veracity.corpus.wiki import ATTRIBUTION
+from veracity.corpus.wiki import attribution_for
 from veracity.db import runs_repo
 from veracity.db.models import ArtifactVersion, ResearchRun
 from veracity.domain import Report
@@ -128,6 +128,6 @@ async def changes_page(
             "run": run,
             "diff": diff,
             "versions": versions,
-            "attribution": ATTRIBUTION,
+            "attribution": attribution_for(run.corpus),
         },
     )

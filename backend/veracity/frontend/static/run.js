@@ -7,7 +7,10 @@
 //    opens a fresh EventSource after an error it asks for what came next (the browser's own reconnect sends
 //    Last-Event-ID, which the server prefers).
 // 3. The permalink's Copy button.
-// 4. Follow-up and refresh appear when the run finishes.
+// 4. A running run's elapsed time ticks each second from what the server last rendered (#elapsed's data-seconds),
+//    timed by this browser's clock from that render on, so a clock that differs from the server's does not matter.
+// 5. The "whole question" toggle shows only when the title is cut to its three lines.
+// 6. Follow-up and refresh appear when the run finishes.
 (() => {
   "use strict";
   const applied = {};
@@ -50,6 +53,33 @@
     button.textContent = ok ? "Copied" : "Select and copy";
     button.dataset.copied = ok ? "yes" : "no";
   });
+
+  // The words of veracity.web.view.duration for whole seconds.
+  const duration = (seconds) => {
+    const s = Math.floor(seconds);
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+    return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
+  };
+  let rendered = { el: null, seconds: 0, at: 0 };
+  const tick = () => {
+    const el = document.getElementById("elapsed");
+    if (!el) return;
+    if (el !== rendered.el) {
+      rendered = { el, seconds: Number.parseFloat(el.dataset.seconds || "0"), at: performance.now() };
+    }
+    el.textContent = duration(rendered.seconds + (performance.now() - rendered.at) / 1000);
+  };
+  // Often enough that a freshly swapped-in status is picked up within a quarter of a second.
+  setInterval(tick, 250);
+
+  const fitTitle = () => {
+    const title = document.getElementById("question-title");
+    const whole = document.getElementById("whole-question");
+    if (title && whole) whole.hidden = title.scrollHeight <= title.clientHeight + 1;
+  };
+  document.addEventListener("DOMContentLoaded", fitTitle);
+  window.addEventListener("resize", fitTitle);
 
   const reveal = () => document.querySelectorAll("button[data-copy][hidden]").forEach((b) => (b.hidden = false));
   document.addEventListener("DOMContentLoaded", reveal);

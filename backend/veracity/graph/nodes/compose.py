@@ -12,6 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from veracity import messages
 from veracity.domain import Draft, SectionDraft, Violation
 from veracity.errors import MalformedOutput, ModelError, TruncatedOutput
 from veracity.events import DraftComposed
@@ -49,7 +50,7 @@ async def compose(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
         malformed = [Violation(check=check, layer="compose", detail="; ".join(exc.problems)[:500])]
     except ModelError as exc:
         composed = Draft(raw="", sections=[SectionDraft(id=s.id, title=s.title) for s in ctx.spec.sections])
-        failure = f"the composer model failed: {exc}"
+        failure = messages.COMPOSER_FAILED.format(error=exc)
     claims = sum(len(s.claims) for s in composed.sections)
     await ctx.audit(
         "draft",

@@ -23,6 +23,8 @@ def _decision(state: RunState, ctx: Context) -> tuple[str, str, str | None]:
     draft = state["draft"]
     violations = state.get("violations", [])
     if state.get("failure"):
+        if not state.get("evidence"):  # nothing to write from: that, not the model that was asked anyway, is why
+            return "fail_safe", no_evidence_reason(state), None
         return "fail_safe", str(state["failure"]), None
     if state["verdict"] == "crisis":
         return "crisis", f"the reviewer flagged a crisis: {state['review'].reason}", None
@@ -76,12 +78,17 @@ def handoff_confidence(state: RunState, ctx: Context) -> float:
 
 def no_evidence_reason(state: RunState) -> str:
     """Why nothing could be written: the search failed (every branch, or some branch with nothing found by the
-    others), or it worked and nothing relevant was found."""
+    others), it answered but not one page it found could be opened (an unreachable web), or it worked and
+    nothing relevant was found."""
     stats = state.get("branch_stats", [])
     failed = [s for s in stats if s.status == "failed"]
     if failed and not state.get("evidence"):
         errors = "; ".join(dict.fromkeys(str(s.error) for s in failed))[:300]
         return messages.SEARCH_FAILED.format(failed=len(failed), branches=len(stats), errors=errors)
+    page_errors = [e for s in stats for e in s.page_errors]
+    if page_errors and not any(s.pages_read for s in stats):
+        errors = "; ".join(page_errors[:3])[:300]
+        return messages.PAGES_UNREACHABLE.format(failed=len(page_errors), errors=errors)
     return nothing_relevant(state)
 
 

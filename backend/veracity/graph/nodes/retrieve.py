@@ -76,6 +76,7 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
         if first:  # a branch that only shared another's failed fetch does not report it again
             stat.page_errors.append(f"{url}: {page.error_kind}: {page.error}")
         return None
+    stat.pages_read += 1
     return SearchHit(
         doc_id=hit.doc_id,
         title=page.title or hit.title,
@@ -96,6 +97,7 @@ async def _open_local(
     if order is None:
         return False
     stat.pages += 1
+    stat.pages_read += 1
     sources.append(
         OpenedSource(
             order=order,
