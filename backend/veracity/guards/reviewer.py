@@ -17,6 +17,7 @@ A model reviewer's raw output is parsed by :func:`parse_verdict`; output that do
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from veracity.checks import parse_claim
@@ -27,6 +28,7 @@ from veracity.guards.screen_model import LearnedScreen
 from veracity.guards.voice import spoken
 from veracity.models.output import parse_as
 from veracity.ports import ReviewRequest, feedback_lines
+from veracity.specs.models import Policy
 
 _REASON_CHARS = 500
 
@@ -63,6 +65,20 @@ class RuleReviewer:
         policy = request.spec.policy
         read = [("the question", request.question)]
         read += [("the answer's own words", words) for words in answer_voice(request.draft_text, self._quotes)]
+        # Off the event loop: the learned screen embeds each text (CPU work every page would wait behind).
+        crisis = await asyncio.to_thread(self._first_crisis, read, policy)
+        if crisis is not None:
+            return crisis
+        if request.violations:
+            return ReviewVerdict(
+                verdict="revise",
+                reason=f"{len(request.violations)} check(s) failed",
+                concerns=feedback_lines(request.violations)[:20],
+            )
+        return ReviewVerdict(verdict="ok", reason="every claim is anchored, grounded and within policy")
+
+    def _first_crisis(self, read: list[tuple[str, str]], policy: Policy) -> ReviewVerdict | None:
+        """The crisis verdict for the first of ``read`` (where, text) the screen routes to crisis; None if none."""
         for where, text in read:
             decision = screen(text, policy, self._screener, explain=False)
             if decision.route == "crisis":
@@ -71,10 +87,4 @@ class RuleReviewer:
                     reason=f"crisis language in {where}: {decision.reason}"[:_REASON_CHARS],
                     concerns=decision.matched[:5],
                 )
-        if request.violations:
-            return ReviewVerdict(
-                verdict="revise",
-                reason=f"{len(request.violations)} check(s) failed",
-                concerns=feedback_lines(request.violations)[:20],
-            )
-        return ReviewVerdict(verdict="ok", reason="every claim is anchored, grounded and within policy")
+        return None

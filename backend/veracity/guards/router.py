@@ -20,6 +20,7 @@ cut-off). Every decision names its layer, its score and, with the semantic model
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache
@@ -131,10 +132,17 @@ def _policy_rx(pattern: str) -> re.Pattern[str]:
 _BY_KEY: OrderedDict[_Key, _Compiled] = OrderedDict()
 _BY_ID: OrderedDict[int, tuple[Policy, _Compiled]] = OrderedDict()
 _CACHE_SIZE = 128
+_CACHE_LOCK = threading.Lock()
 
 
 def _compiled(policy: Policy) -> _Compiled:
-    """Compile once per policy: looked up by identity first (no work at all), then by the patterns themselves."""
+    """Compile once per policy: looked up by identity first (no work at all), then by the patterns themselves.
+    Runs in worker threads (the screen is CPU work kept off the event loop), so the caches change under a lock."""
+    with _CACHE_LOCK:
+        return _compiled_locked(policy)
+
+
+def _compiled_locked(policy: Policy) -> _Compiled:
     entry = _BY_ID.get(id(policy))
     if entry is not None and entry[0] is policy:
         return entry[1]

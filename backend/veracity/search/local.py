@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.corpus_repo import ChunkHit, search_chunks
 from veracity.ports import SearchHit
-from veracity.search.memindex import MemoryIndexes
+from veracity.search.memindex import MemoryIndex, MemoryIndexes
 from veracity.semantic.model import SemanticModel
 from veracity.settings import SearchSettings
 
@@ -40,12 +40,17 @@ class LocalSearch:
     async def chunks(self, *, query: str, corpus: str, k: int) -> list[ChunkHit]:
         index = await self.indexes.get(corpus) if self.indexes is not None else None
         if index is not None:
-            vector = None
-            if self.semantic is not None and index.vectors is not None:
-                vector = (await asyncio.to_thread(self.semantic.encode, [query]))[0]
-            return index.search(query, k, vector)
+            # Off the event loop, in one hop: the query's embedding and the scoring of every passage of the corpus
+            # (a matrix product over its vectors) are CPU work that would stall every page while runs search.
+            return await asyncio.to_thread(self._search_index, index, query, k)
         async with self._sessionmaker() as session:
             return await search_chunks(session=session, corpus=corpus, query=query, k=k)
+
+    def _search_index(self, index: MemoryIndex, query: str, k: int) -> list[ChunkHit]:
+        vector = None
+        if self.semantic is not None and index.vectors is not None:
+            vector = self.semantic.encode([query])[0]
+        return index.search(query, k, vector)
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
         hits = await self.chunks(query=query, corpus=corpus, k=k)

@@ -4,6 +4,7 @@ at no cost."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -19,7 +20,8 @@ logger = logging.getLogger(__name__)
 
 
 async def route(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
-    decision = screen(state["question"], runtime.context.spec.policy, runtime.context.screener)
+    # Off the event loop: the learned screen embeds the question (CPU work every page would wait behind).
+    decision = await asyncio.to_thread(screen, state["question"], runtime.context.spec.policy, runtime.context.screener)
     logger.info("run %s route=%s (%s)", state["run_id"], decision.route, decision.reason)
     await runtime.context.emit(
         RouteDecided(route=decision.route, reason=decision.reason, layer=decision.layer, matched=decision.matched)
