@@ -382,7 +382,9 @@ class WorkerSettings(BaseModel):
         default=4,
         ge=2,
         le=64,
-        description="Runs one worker executes at once (at least 2: pgqueuer caps a worker at twice its batch of one).",
+        description="Runs one process executes at once (`veracity worker`, `serve`, a command); the rest wait, "
+        "pending, in order: more at once finish no sooner on a small machine and slow every page. At least 2: "
+        "pgqueuer caps a worker at twice its batch of one.",
     )
     shutdown_seconds: float = Field(
         default=30.0,

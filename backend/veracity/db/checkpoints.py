@@ -11,11 +11,13 @@ checkpoints live."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, closing
+from typing import Any
 
 import aiosqlite
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -28,6 +30,7 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.engine import make_url
 
 from veracity.db.engine import is_sqlite
+from veracity.db.write_gate import WriteGate
 
 BUSY_TIMEOUT_SECONDS = 30
 """How long a checkpoint write waits for SQLite's write lock (the engine's sessions hold it briefly)."""
@@ -72,15 +75,47 @@ def setup_checkpoints(url: str) -> None:
         saver.setup()
 
 
+class GatedSqliteSaver(AsyncSqliteSaver):
+    """``AsyncSqliteSaver`` whose writes queue at the process's write gate with the engine's (``db/write_gate.py``)
+    instead of meeting them in SQLite's busy handler."""
+
+    def __init__(self, conn: aiosqlite.Connection, *, serde: SerializerProtocol, gate: WriteGate) -> None:
+        super().__init__(conn, serde=serde)
+        self.gate = gate
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        async with self.gate.writing():
+            return await super().aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        async with self.gate.writing():
+            await super().aput_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        async with self.gate.writing():
+            await super().adelete_thread(thread_id)
+
+
 @asynccontextmanager
-async def open_checkpointer(url: str, *, serde: SerializerProtocol) -> AsyncIterator[BaseCheckpointSaver[str]]:
+async def open_checkpointer(
+    url: str, *, serde: SerializerProtocol, gate: WriteGate | None = None
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The checkpointer of the database at ``url``, open for the ``async with`` block (its connection or pool is
-    closed after). Its tables must exist (``setup_checkpoints``)."""
+    closed after). Its tables must exist (``setup_checkpoints``). ``gate``: the engine's write gate (SQLite), which
+    its writes then queue at too."""
     if is_sqlite(url):
         conn = await aiosqlite.connect(sqlite_path(url), timeout=BUSY_TIMEOUT_SECONDS)
         try:
             await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
-            yield AsyncSqliteSaver(conn, serde=serde)
+            yield GatedSqliteSaver(conn, serde=serde, gate=gate) if gate else AsyncSqliteSaver(conn, serde=serde)
         finally:
             await conn.close()
         return

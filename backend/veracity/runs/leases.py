@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity.db import runs_repo
 from veracity.db.failures import is_database_error
 from veracity.db.transient import first_line, is_transient
+from veracity.db.write_gate import background_writes
 from veracity.runs.journal import Journal
 from veracity.settings import Settings
 
@@ -82,6 +83,7 @@ class Leases:
         """Renew this process's runs every third of a lease; sweep for dead ones every lease (not ``until_idle``:
         a short-lived process leaves them to a server); until cancelled, or, with ``until_idle``, until this
         process has no run left."""
+        background_writes()  # renewals and sweeps wait behind any request's writes (SQLite: db/write_gate.py)
         lease = self.settings.limits.run_lease_seconds
         beats = 0
         while True:

@@ -8,12 +8,15 @@ needs from here (the web hands each request only those), not from the run servic
         run_id = await runtime.service.start(question=..., template="answer")
 
 ``serve=True`` adds what a long-running server does and a command does not: the default Wikipedia corpus and its
-vectors when the settings ask for them, runs whose process died taken over (resumed, ``runs/resume.py``), and the
-lease upkeep with its sweeps. On PostgreSQL it also sends the service's runs to the queue (``runs/queue.py``) and,
-unless ``VERACITY_WORKER__EMBEDDED=false``, runs a worker on it here; ``worker=True`` (``veracity worker``) always
-runs one. A queue-only web process (``VERACITY_WORKER__EMBEDDED=false``) executes no run, so it takes none over
-either: the workers resume them. On SQLite there is no queue: the service executes runs where they start, as a
-command's does everywhere.
+vectors when the settings ask for them, the warm-up of what runs load on first use (``runs/warmup.py``: before the
+server listens, so the first run is as fast as any other), runs whose process died taken over (resumed,
+``runs/resume.py``), and the lease upkeep with its sweeps. On PostgreSQL it also sends the service's runs to the
+queue (``runs/queue.py``) and, unless ``VERACITY_WORKER__EMBEDDED=false``, runs a worker on it here;
+``worker=True`` (``veracity worker``) always runs one. A queue-only web process (``VERACITY_WORKER__EMBEDDED=false``)
+executes no run, so it takes none over either (the workers resume them) and warms nothing of them. On SQLite there
+is no queue: the service executes runs where they start, as a command's does everywhere, and the process's writers
+(the engine's sessions and the checkpointer) queue for the file's write lock at one gate, requests before runs
+(``db/write_gate.py``).
 The graph's checkpointer (``db/checkpoints.py``) lives as long as the runtime. The service is built on first use, so
 a command that never starts a run (``ingest``, ``search``) never builds the model clients.
 """
@@ -36,6 +39,7 @@ from veracity.corpus.wiki import ensure_wiki_corpus
 from veracity.db.checkpoints import open_checkpointer
 from veracity.db.engine import is_postgresql, make_engine, make_sessionmaker, startup_lock
 from veracity.db.migrate import upgrade
+from veracity.db.write_gate import write_gate
 from veracity.graph.builder import build_graph
 from veracity.graph.serde import state_serializer
 from veracity.runs.feed import RunFeed
@@ -43,6 +47,7 @@ from veracity.runs.model_set import ModelSet, build_models
 from veracity.runs.providers import Providers
 from veracity.runs.queue import run_queue
 from veracity.runs.service import RunService
+from veracity.runs.warmup import warm_up
 from veracity.runs.worker import Worker
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.semantic.vectors import ensure_vectors
@@ -177,13 +182,14 @@ async def open_runtime(
     engine: AsyncEngine | None = None
     try:
         engine = make_engine(settings.database.url, echo=settings.database.echo)
+        gate = write_gate(engine)  # SQLite: this process's writers queue for the file's lock, requests first
         sessionmaker = make_sessionmaker(engine)
         async with startup_lock(settings.database.url):
             if migrate:
                 await asyncio.to_thread(upgrade, settings.database.url)
             # The graph's checkpoints, in the run's database: another process can resume a run whose process died.
             saver = await checkpoints.enter_async_context(
-                open_checkpointer(settings.database.url, serde=state_serializer())
+                open_checkpointer(settings.database.url, serde=state_serializer(), gate=gate)
             )
             runtime = Runtime(
                 settings, engine, sessionmaker, build_graph(saver), RunFeed(sessionmaker, settings), models
@@ -206,6 +212,8 @@ async def open_runtime(
             # none over either: a run whose worker died is resumed by a worker (its sweep, or its job picked again).
             executes = service.queue is None or worker or settings.worker.embedded
             if executes:
+                # Before listening and before taking any run over: the first run is as fast as any later one.
+                await warm_up(service)
                 taken = await service.recover_interrupted()
                 if taken:
                     logger.warning("took over %d run(s) whose process died", len(taken))

@@ -24,6 +24,7 @@ from veracity import messages
 from veracity.db import runs_repo
 from veracity.db.failures import public_error
 from veracity.db.models import ResearchRun, RunEvent
+from veracity.db.write_gate import background_writes
 from veracity.errors import Conflict, LeaseLost, NotFound, RunCancelled
 from veracity.events import Event
 from veracity.graph.builder import build_graph, build_redraft_graph
@@ -93,6 +94,9 @@ class RunService:
         self.resumer = Resumer(sessionmaker, settings, graph, self.journal, registry, self.owner, self._resume)
         """Takes over runs whose process died (this process's sweeps find them) and resumes them here."""
         self.leases = Leases(sessionmaker, settings, self._tasks, self.journal, self.resumer.take_over)
+        self._slots = asyncio.Semaphore(settings.worker.concurrency)
+        """Runs executing at once here. More would not finish sooner (they share two cores, the GIL and SQLite's
+        one writer) but would slow every page; the rest wait, pending, in the order they came."""
 
     @classmethod
     def from_settings(
@@ -302,55 +306,14 @@ class RunService:
         *,
         resumption: Resumption | None = None,
     ) -> None:
-        """Execute a run held here: from the beginning, or (``resumption``) taken over from a process that died."""
-        emit_started = time.perf_counter()
+        """Execute a run held here: from the beginning, or (``resumption``) taken over from a process that died.
+        It waits, pending, for one of the service's ``worker.concurrency`` slots first; its lease is renewed and a
+        cancel or shutdown ends it while it waits, as while it runs."""
+        background_writes()  # a run's writes wait behind any request's (SQLite: db/write_gate.py)
         held = True
         try:
-            providers = providers or self.providers()
-            if resumption is None or not resumption.announced:  # a run taken over was announced by its first process
-                await self.emit(run_id, run_started(run_id, spec, question, corpus, providers))
-            first_event_ms = (time.perf_counter() - started) * 1000
-            async with self.sessionmaker() as session, session.begin():
-                await runs_repo.set_run_status(
-                    session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
-                )
-            async with self.sessionmaker() as session:
-                thread = await load_thread(session=session, run_id=run_id)
-            context = run_context(
-                thread=thread,
-                run_id=run_id,
-                spec=spec,
-                corpus=corpus,
-                providers=providers,
-                journal=self.journal,
-                settings=self.settings,
-                search=self.search,
-                web=self.web,
-                ranker=self.ranker,
-                semantics=self.semantics,
-            )
-            resumed = resumption is not None and resumption.from_checkpoint
-            checkpointed = checkpointer_of(self.graph) is not None
-            output = await self.graph.ainvoke(
-                None if resumed else RunInput(run_id=run_id, question=question, corpus=corpus),
-                config=thread_config(run_id),
-                context=context,
-                # Each super-step's checkpoint is saved before the next step starts: a completed node never runs again.
-                durability="sync" if checkpointed else None,
-            )
-            await gate_and_store(
-                self.journal,
-                self.redraft_graph,
-                run_id,
-                spec,
-                question,
-                corpus,
-                GraphOutput.model_validate(output),  # parsed once: the run's ending reads fields, not keys
-                context,
-                started,
-                emit_started,
-                first_event_ms,
-            )
+            async with self._slots:
+                await self._drive(run_id, spec, question, corpus, started, providers, resumption)
         except asyncio.CancelledError:
             # Stopped here: by a user's cancel the lease upkeep found, or because this process is shutting down.
             asked = False
@@ -373,3 +336,61 @@ class RunService:
             self.journal.release(run_id)  # the claim ends with the task, however it ended: nothing renews it now
             if held:  # ended here (or not resumable): its checkpoints are no longer needed
                 await asyncio.shield(self.resumer.forget(run_id))
+
+    async def _drive(
+        self,
+        run_id: str,
+        spec: Spec,
+        question: str,
+        corpus: str,
+        started: float,
+        providers: Providers | None,
+        resumption: Resumption | None,
+    ) -> None:
+        """The run itself: announced, marked running, its graph executed, then the floor, the gate and storing."""
+        emit_started = time.perf_counter()
+        providers = providers or self.providers()
+        if resumption is None or not resumption.announced:  # a run taken over was announced by its first process
+            await self.emit(run_id, run_started(run_id, spec, question, corpus, providers))
+        first_event_ms = (time.perf_counter() - started) * 1000
+        async with self.sessionmaker() as session, session.begin():
+            await runs_repo.set_run_status(
+                session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
+            )
+        async with self.sessionmaker() as session:
+            thread = await load_thread(session=session, run_id=run_id)
+        context = run_context(
+            thread=thread,
+            run_id=run_id,
+            spec=spec,
+            corpus=corpus,
+            providers=providers,
+            journal=self.journal,
+            settings=self.settings,
+            search=self.search,
+            web=self.web,
+            ranker=self.ranker,
+            semantics=self.semantics,
+        )
+        resumed = resumption is not None and resumption.from_checkpoint
+        checkpointed = checkpointer_of(self.graph) is not None
+        output = await self.graph.ainvoke(
+            None if resumed else RunInput(run_id=run_id, question=question, corpus=corpus),
+            config=thread_config(run_id),
+            context=context,
+            # Each super-step's checkpoint is saved before the next step starts: a completed node never runs again.
+            durability="sync" if checkpointed else None,
+        )
+        await gate_and_store(
+            self.journal,
+            self.redraft_graph,
+            run_id,
+            spec,
+            question,
+            corpus,
+            GraphOutput.model_validate(output),  # parsed once: the run's ending reads fields, not keys
+            context,
+            started,
+            emit_started,
+            first_event_ms,
+        )

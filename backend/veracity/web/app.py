@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import quote
@@ -54,6 +55,14 @@ logger = logging.getLogger(__name__)
 FRONTEND = PACKAGE_DIR / "frontend"
 
 
+def _warm_templates(templates: Jinja2Templates) -> None:
+    """Compile every page and partial before serving (about 0.15 s), not in the first request of each page."""
+    started = time.perf_counter()
+    for name in templates.env.list_templates(extensions=["html"]):
+        templates.env.get_template(name)
+    logger.info("warmed the page templates in %.2f s", time.perf_counter() - started)
+
+
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     settings = settings or get_settings()
 
@@ -74,6 +83,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             swept = await sweep_stale(runtime.sessionmaker)
             if swept:
                 logger.warning("%d upload(s) cut off by an earlier stop were marked failed", swept)
+            _warm_templates(templates)
             try:
                 yield
             finally:
