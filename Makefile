@@ -20,7 +20,7 @@ LOCAL_STAMP := $(VENV)/.installed-local
 LLM ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help install run serve migrate corpus test test-fast eval eval-guards eval-retrieval lint fmt bench bench-scale chromium clean
+.PHONY: help install run serve migrate corpus test test-fast eval eval-guards eval-retrieval lint fmt bench bench-wait bench-scale chromium clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -104,8 +104,11 @@ fmt: $(TEST_STAMP) ## Format the code
 	$(BIN)/ruff format backend tests bench
 	$(BIN)/ruff check --fix backend tests bench
 
-bench: corpus $(TEST_STAMP) ## Run timings, retrieval fan-out, search latency vs rank-bm25, ingest rate, scale-out (EVAL_DATA=path)
+bench: corpus $(TEST_STAMP) ## Run timings, retrieval fan-out, search latency vs rank-bm25, ingest rate, no waiting in line, scale-out (EVAL_DATA=path)
 	PYTHONPATH=tests $(BIN)/python bench/run.py $(EVAL_DATA)
+
+bench-wait: corpus $(TEST_STAMP) ## No waiting in line: pages while 10 runs are in flight, first run after start, run page at 10 vs 10,000 runs
+	PYTHONPATH=tests $(BIN)/python bench/wait.py
 
 bench-scale: install ## Scale-out on PostgreSQL: 1,000 viewers over 2 web processes, 100 runs over 2 workers, worker takeover
 	$(BIN)/python bench/scale.py

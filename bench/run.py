@@ -1,8 +1,10 @@
 """`make bench`: time to the first event and whole-run time of `market_brief` on the default corpus, one run
 watched by 500 viewers (events lost, lag, run time against no viewers; bench/viewers.py), then the retrieval
 benchmarks (fan-out efficiency on the fixture site; search latency against rank-bm25 and ingest rate
-on SciFact when the evaluation data is beside the checkout), then the scale-out figures with real processes on
-PostgreSQL (bench/scale.py: 1,000 viewers over 2 web processes, 100 runs over 2 workers, a worker's takeover).
+on SciFact when the evaluation data is beside the checkout), no waiting in line on a real `veracity serve`
+(bench/wait.py: pages while 10 runs are in flight, the first run after start against the median, a run's page at 10
+vs 10,000 stored runs), then the scale-out figures with real processes on PostgreSQL (bench/scale.py: 1,000 viewers
+over 2 web processes, 100 runs over 2 workers, a worker's takeover).
 
 Each question runs several times in one process against the configured database; medians are printed.
 Benchmarks never gate CI (no timed tests)."""
@@ -149,6 +151,7 @@ async def main() -> int:
         scratch.cleanup()
     await fanout()
     await search_and_ingest(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    await no_waiting()
     await local_model_run()
     return await scale_out()
 
@@ -159,6 +162,13 @@ async def scale_out() -> int:
     from scale import run
 
     return await run([])
+
+
+async def no_waiting() -> None:
+    """bench/wait.py (`make bench-wait`) on a copy of the configured SQLite database (skipped on PostgreSQL)."""
+    from wait import run
+
+    await run()
 
 
 async def local_model_run() -> None:
