@@ -33,6 +33,7 @@ from veracity.corpus.uploads import (
 )
 from veracity.db import accounts_repo, corpora_repo, uploads_repo
 from veracity.db.models import Upload, UploadEvent
+from veracity.db.write_gate import background_writes
 from veracity.errors import BadInput, Conflict, Forbidden, NotFound, TooMany
 from veracity.semantic.model import SemanticModel
 from veracity.settings import Settings
@@ -148,7 +149,12 @@ class Uploads:
             shutil.rmtree(staged.folder, ignore_errors=True)
             raise
         run = UploadRun(self.sessionmaker, self.settings, staged, who.user_id, self.model)
-        task = asyncio.create_task(run(), name=f"upload-{staged.upload_id}")
+
+        async def ingest() -> None:
+            background_writes()  # its writes wait behind any request's, as a run's do (SQLite: db/write_gate.py)
+            await run()
+
+        task = asyncio.create_task(ingest(), name=f"upload-{staged.upload_id}")
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return staged.upload_id
