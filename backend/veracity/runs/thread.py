@@ -19,25 +19,22 @@ MAX_ANCESTORS = 10
 
 
 def passages_of(report: Report) -> tuple[SearchHit, ...]:
-    """The passages a report quoted, each as its quote with the text around it, located in its document."""
-    hits: list[SearchHit] = []
-    for ev in report.evidence[:MAX_PASSAGES]:
-        start = max(0, ev.start - len(ev.context_before))
-        text = ev.context_before + ev.quote + ev.context_after
-        hits.append(
-            SearchHit(
-                doc_id=ev.doc_id,
-                title=ev.title,
-                text=text,
-                start=start,
-                end=start + len(text),
-                score=0.0,
-                url=ev.url,
-                published=ev.published,
-                key=f"parent:{ev.doc_id}:{ev.start}",
-            )
+    """The sentences a report quoted, each located in its document. The quote alone, not the text around it: that
+    may start mid-sentence, and a fragment read again would ship beside the whole sentence found anew."""
+    return tuple(
+        SearchHit(
+            doc_id=ev.doc_id,
+            title=ev.title,
+            text=ev.quote,
+            start=ev.start,
+            end=ev.end,
+            score=0.0,
+            url=ev.url,
+            published=ev.published,
+            key=f"parent:{ev.doc_id}:{ev.start}",
         )
-    return tuple(hits)
+        for ev in report.evidence[:MAX_PASSAGES]
+    )
 
 
 async def load_thread(*, session: AsyncSession, run_id: str) -> Thread | None:
