@@ -43,6 +43,9 @@ def test_shipped_fit_states_its_split_sources_and_figures():
     assert {s["licence"] for s in fit["sources"]} >= {"CC BY-SA 4.0"}
     # The semantic model must beat the lexical one in cross-validation, or it has no business deciding.
     assert fit["semantic"]["cv"]["auc"] > fit["lexical"]["cv"]["auc"]
+    # It was fitted on what a run sees when the corpus holds no answer, and says how often it keeps nothing there.
+    hidden = fit["semantic"]["cv"]["by_source"]["hotpotqa, gold left out"]
+    assert hidden["sentences"] > 0 and 0 < hidden["cv_declined"] <= 1
 
 
 def test_homonym_sentence_scores_below_the_right_articles_sentence(model):
@@ -190,6 +193,56 @@ def test_answer_names_what_the_sources_do_not_say():
         evidence=[ev],
     )
     assert len(report.notes) == 1 and "“Germany”" in report.notes[0] and "do not say" in report.notes[0]
+
+
+def test_a_sentence_of_a_passage_the_search_ranked_low_needs_a_closer_match(model):
+    """The search's own rank of a passage is a fitted signal: the same sentence counts for less from the sixth
+    passage than from the first, so a distractor far down the results does not ship beside the answer."""
+    scorer = RelevanceScorer(model)
+    question = "When did Marie Curie win her second Nobel Prize?"
+    sentence = "Curie received the Nobel Prize in Chemistry in 1911 for the discovery of radium and polonium."
+    first, sixth = scorer.score(
+        question, [Candidate(sentence, "Marie Curie", rank=0), Candidate(sentence, "Marie Curie", rank=5)]
+    )
+    assert first > sixth
+    weights = dict(zip(scorer.logistic.features, scorer.logistic.weights, strict=True))
+    assert weights["search_rank"] > 0
+
+
+def test_retrieve_hands_the_relevance_model_each_passage_s_search_rank():
+    from veracity.graph.nodes.retrieve import _as_candidates
+    from veracity.ports import SearchHit
+    from veracity.search.evidence import read_passage
+
+    def hit(doc: str) -> SearchHit:
+        text = f"{doc} was founded in 1901 by a group of engineers. It makes pumps for ships and factories."
+        return SearchHit(doc_id=doc, title=doc, text=text, start=0, end=len(text), score=1.0, key=doc)
+
+    found = read_passage(hit("Acme"), "2025-01-01T00:00:00+00:00", 0)[0]
+    found += read_passage(hit("Borg"), "2025-01-01T00:00:00+00:00", 4)[0]
+    candidates = _as_candidates(found)
+    assert [(c.title, c.rank) for c in candidates] == [("Acme", 0), ("Acme", 0), ("Borg", 4), ("Borg", 4)]
+    assert candidates[0].neighbours == (1,) and candidates[2].neighbours == (3,)
+
+
+def test_a_kept_sentence_opening_with_a_pronoun_brings_the_sentence_naming_its_subject():
+    from veracity.graph.nodes.retrieve import with_antecedents
+    from veracity.ports import SearchHit
+    from veracity.search.evidence import read_passage
+
+    text = (
+        "Ines Marrow was an engineer from the port of Caldera. She founded the Blue-Harbor shipbuilder in 1902. "
+        "The port of Caldera was rebuilt after a fire in 1911. Its harbour holds two hundred ships today."
+    )
+    hit = SearchHit(doc_id="im", title="Ines Marrow", text=text, start=0, end=len(text), score=1.0, key="im")
+    found = read_passage(hit, "2025-01-01T00:00:00+00:00")[0]
+    assert [c.position for c in found] == [0, 1, 2, 3]
+    # "She founded…" is kept: the sentence naming her comes with it, at its relevance.
+    assert with_antecedents(found, [0.10, 0.80, 0.05, 0.20], 0.47) == [0.80, 0.80, 0.05, 0.20]
+    # "Its harbour…" is not kept: nothing is lifted; a kept sentence without a pronoun lifts nothing either.
+    assert with_antecedents(found, [0.10, 0.20, 0.60, 0.30], 0.47) == [0.10, 0.20, 0.60, 0.30]
+    # A sentence already above its lifted value keeps its own.
+    assert with_antecedents(found, [0.90, 0.80, 0.05, 0.20], 0.47) == [0.90, 0.80, 0.05, 0.20]
 
 
 def test_candidates_are_taken_round_robin_over_the_opened_passages():

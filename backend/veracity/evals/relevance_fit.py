@@ -4,12 +4,16 @@
 Training material, and nothing else:
 
 - HotpotQA's **fit split** (``split_of(id) == "fit"``: the SHA-256 of the question id is even). For each such
-  question the pooled corpus is searched as runs search it (hybrid, 8 passages); every fact-shaped sentence of
-  a gold paragraph is a positive, every one of another paragraph a negative. The **report split** (odd) is never
-  read here; ``make eval-relevance`` reports on it. HotpotQA is CC BY-SA 4.0, read by path, never copied.
+  question the pooled corpus is searched as runs search it (hybrid, 8 passages, each sentence knowing its
+  passage's rank); every fact-shaped sentence of a gold paragraph is a positive, every one of another paragraph
+  a negative. Each question is read a second time with its gold paragraphs left out of the results — what a run
+  sees when the corpus holds no answer — where every sentence is a negative: without it the model would learn
+  that the first-ranked passage is relevant because it is first. The **report split** (odd) is never read here;
+  ``make eval-relevance`` reports on it. HotpotQA is CC BY-SA 4.0, read by path, never copied.
 - The project's own hand-labelled questions (``training/relevance/wiki_questions.jsonl``: questions written for
   the purpose, candidates from the project's search over the Wikipedia corpus, labels 0/1/2 by hand; label ≥ 1
-  is a positive), when given. They reference the corpus by offsets; the text is read from the database.
+  is a positive), when given. They reference the corpus by offsets; the text is read from the database, and each
+  sentence's passage is ranked by the same hybrid search over that corpus.
 
 A logistic regression (``semantic.logistic.fit_logistic``: standardised features, L2 0.01, Newton's method) is
 fitted for the semantic features and for the lexical ones. Figures are 5-fold cross-validated with questions kept
@@ -41,6 +45,7 @@ from veracity.text import sentence_spans
 
 FOLDS = 5
 HITS = 8
+WIKI_RANKS = 50
 OUT = Path(__file__).parents[1] / "semantic" / "data" / "relevance.json"
 
 
@@ -62,8 +67,13 @@ def passage_candidates(text: str, title: str, vector: Any) -> tuple[list[Candida
     return out, [(s, e) for _, s, e in kept]
 
 
-def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[tuple[str, str, list[Candidate], list[int]]]:
-    """(group id, question, candidates, labels) per fit-split question."""
+Row = tuple[str, str, list[Candidate], list[int]]
+"""(group id, question, candidates, labels)."""
+
+
+def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[Row]:
+    """Two rows per fit-split question: as searched, and with its gold paragraphs left out (group id + ":hidden",
+    kept in the question's fold)."""
     folder = eval_data / "qa_hotpotqa"
     docs = [json.loads(line) for line in (folder / "corpus.jsonl").open(encoding="utf-8")]
     hits = [
@@ -79,26 +89,46 @@ def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[tuple[str,
             continue
         qvec = model.encode([item["question"]])[0] if model is not None else None
         gold = set(item["supporting_doc_ids"])
-        candidates: list[Candidate] = []
-        labels: list[int] = []
-        for hit in index.search(item["question"], HITS, qvec):
-            pv = vectors[hit.chunk_id] if vectors is not None else None
-            found, _ = passage_candidates(hit.text, hit.title, pv)
-            offset = len(candidates)
-            candidates += [
-                Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), c.passage_vector)
-                for c in found
-            ]
-            labels += [int(hit.doc_id in gold)] * len(found)
-        rows.append((item["id"], item["question"], candidates, labels))
+        found = index.search(item["question"], HITS + len(gold), qvec)
+        for group, hits in (
+            (item["id"], found[:HITS]),
+            (f"{item['id']}:hidden", [h for h in found if h.doc_id not in gold][:HITS]),
+        ):
+            candidates: list[Candidate] = []
+            labels: list[int] = []
+            for rank, hit in enumerate(hits):
+                pv = vectors[hit.chunk_id] if vectors is not None else None
+                offset = len(candidates)
+                candidates += [
+                    Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), pv, rank)
+                    for c in passage_candidates(hit.text, hit.title, pv)[0]
+                ]
+                labels += [int(hit.doc_id in gold)] * (len(candidates) - offset)
+            rows.append((group, item["question"], candidates, labels))
     return rows
 
 
-def wiki_rows(
-    labels_file: Path, db: Path, model: SemanticModel | None
-) -> list[tuple[str, str, list[Candidate], list[int]]]:
-    """(group id, question, candidates, labels) per hand-labelled question; texts read from the database."""
+def wiki_index(con: sqlite3.Connection, model: SemanticModel | None) -> MemoryIndex:
+    """The corpus ``wiki`` of the database as runs search it: its passages, with their stored head vectors."""
+    rows = con.execute(
+        'SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c."end", v.vector FROM chunks c '
+        "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+        "WHERE c.corpus = 'wiki' ORDER BY c.id"
+    ).fetchall()
+    hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], 0.0, None, None) for r in rows]
+    if model is None or any(r[7] is None for r in rows):
+        vectors = model.encode_heads([head_text(h.title, h.text) for h in hits]) if model is not None else None
+    else:
+        vectors = np.vstack([np.frombuffer(r[7], dtype=np.float16) for r in rows]).astype(np.float32)  # as stored
+    return MemoryIndex(hits, vectors=vectors)
+
+
+def wiki_rows(labels_file: Path, db: Path, model: SemanticModel | None) -> list[Row]:
+    """One row per hand-labelled question; texts read from the database, each sentence's passage ranked where the
+    hybrid search over the corpus puts it for the question (``WIKI_RANKS`` when further down)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    index = wiki_index(con, model)
+    ranks: dict[str, dict[tuple[str, int], int]] = {}
     grouped: dict[str, tuple[str, list[Candidate], list[int]]] = {}
     for line in labels_file.open(encoding="utf-8"):
         item = json.loads(line)
@@ -113,10 +143,39 @@ def wiki_rows(
         passage = text[chunk[0] : chunk[1]]
         position = sum(1 for s, _ in sentence_spans(passage) if s + chunk[0] < item["start"])
         vector = model.encode_heads([head_text(title, passage)])[0] if model is not None else None
+        if item["qid"] not in ranks:
+            qvec = model.encode([item["question"]])[0] if model is not None else None
+            found = index.search(item["question"], WIKI_RANKS, qvec)
+            ranks[item["qid"]] = {(h.doc_id, h.start): n for n, h in enumerate(found)}
+        rank = ranks[item["qid"]].get((item["doc_id"], chunk[0]), WIKI_RANKS)
         question, cands, labels = grouped.setdefault(item["qid"], (item["question"], [], []))
-        cands.append(Candidate(sentence, title, position, (), vector))
+        cands.append(Candidate(sentence, title, position, (), vector, rank))
         labels.append(int(item["label"] >= 1))
     return [(f"wiki:{qid}", q, c, lab) for qid, (q, c, lab) in grouped.items()]
+
+
+HIDDEN = "hotpotqa, gold left out"
+
+
+def source_of(group: str) -> str:
+    if group.startswith("wiki:"):
+        return "wiki"
+    return HIDDEN if group.endswith(":hidden") else "hotpotqa"
+
+
+def declined(groups: list[str], oof: np.ndarray, threshold: float) -> float:
+    """Share of the questions read with their gold paragraphs left out where no sentence reaches ``threshold``:
+    a run on them would keep no evidence and decline."""
+    best: dict[str, float] = {}
+    for g, p in zip(groups, oof, strict=True):
+        if g.endswith(":hidden"):
+            best[g] = max(best.get(g, 0.0), float(p))
+    return round(sum(p < threshold for p in best.values()) / len(best), 3) if best else 0.0
+
+
+def fold(group: str) -> int:
+    """A question's fold, the same for its row with the gold paragraphs left out."""
+    return int(hashlib.sha256(group.removesuffix(":hidden").encode()).hexdigest(), 16) % FOLDS
 
 
 def at_threshold(y: np.ndarray, p: np.ndarray, t: float) -> dict[str, float]:
@@ -137,7 +196,7 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
     groups = [g for g, _, x, _ in rows for _ in range(len(x))]
     x = np.vstack([x for _, _, x, _ in rows])
     y = np.concatenate([np.asarray(lab, dtype=np.float64) for _, _, _, lab in rows])
-    fold_of = {g: int(hashlib.sha256(g.encode()).hexdigest(), 16) % FOLDS for g in dict.fromkeys(groups)}
+    fold_of = {g: fold(g) for g in dict.fromkeys(groups)}
     folds = np.array([fold_of[g] for g in groups])
     oof = np.zeros(len(y))
     for k in range(FOLDS):
@@ -146,9 +205,13 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
     grid = [at_threshold(y, oof, t) for t in np.arange(0.05, 0.96, 0.01)]
     best = max(grid, key=lambda r: (r["f0.5"], r["threshold"]))
     w, b, m, s = fit_logistic(x, y, L2)
-    by_source = {}
-    for source in sorted({g.split(":")[0] if ":" in g else "hotpotqa" for g in groups}):
-        mask = np.array([(g.split(":")[0] if ":" in g else "hotpotqa") == source for g in groups])
+    by_source: dict[str, dict[str, Any]] = {}
+    sources = np.array([source_of(g) for g in groups])
+    for source in sorted(set(sources)):
+        mask = sources == source
+        if source == HIDDEN:
+            by_source[source] = {"sentences": int(mask.sum()), "cv_declined": declined(groups, oof, best["threshold"])}
+            continue
         by_source[source] = {
             "sentences": int(mask.sum()),
             "positives": int(y[mask].sum()),
@@ -167,7 +230,7 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
             "auc": round(auc(y, oof), 3),
             "at_threshold": best,
             "by_source": by_source,
-            "questions": len(fold_of),
+            "questions": len({g.removesuffix(":hidden") for g in fold_of}),
             "sentences": len(y),
             "positives": int(y.sum()),
         },
@@ -195,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             "name": "HotpotQA dev (IRCoT 500-question subsample), fit split only",
             "licence": "CC BY-SA 4.0",
             "path": "qa_hotpotqa",
-            "questions": len(raw),
+            "questions": len(raw) // 2,
         },
     ]
     if args.wiki_labels is not None and args.wiki_labels.is_file():

@@ -66,6 +66,8 @@ class SentenceCandidate:
     position: int
     """Its index among the passage's sentences (0 = the first)."""
     fetched_at: str
+    rank: int = 0
+    """Where the search that found its passage ranked it (0 = first), a signal the relevance model reads."""
 
     @property
     def text(self) -> str:
@@ -83,7 +85,9 @@ class SourceInstruction:
     end: int | None
 
 
-def read_passage(hit: SearchHit, fetched_at: str) -> tuple[list[SentenceCandidate], list[SourceInstruction]]:
+def read_passage(
+    hit: SearchHit, fetched_at: str, rank: int = 0
+) -> tuple[list[SentenceCandidate], list[SourceInstruction]]:
     """One pass over an opened passage: its fact-shaped sentences as candidates, in order, and the title and
     sentences (fact-shaped or not) that address the model, which are never candidates. A passage whose title
     addresses the model gives no candidate at all."""
@@ -96,7 +100,9 @@ def read_passage(hit: SearchHit, fetched_at: str) -> tuple[list[SentenceCandidat
         if (instruction := instruction_in(sentence)) is not None:
             found.append(SourceInstruction(sentence, instruction, hit.start + s, hit.start + e))
         elif title is None and is_fact_shaped(sentence):
-            candidates.append(SentenceCandidate(hit=hit, start=s, end=e, position=position, fetched_at=fetched_at))
+            candidates.append(
+                SentenceCandidate(hit=hit, start=s, end=e, position=position, fetched_at=fetched_at, rank=rank)
+            )
     return candidates, found
 
 

@@ -11,9 +11,13 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
 - ``cos_passage``: cosine of the question and the passage's head (its title and first words);
 - ``lexical``: share of the question's content words (stemmed) found in the sentence or the title;
 - ``answer_type``: the question asks for a number or a date and the sentence holds one;
-- ``lead``: 1 for a passage's first sentence, falling with position (Wikipedia leads define first).
+- ``lead``: 1 for a passage's first sentence, falling with position (Wikipedia leads define first);
+- ``search_rank``: 1 for a sentence of the passage the search ranked first, falling with the passage's rank (the
+  hybrid search's own judgement of the passage, which the cosines of one sentence do not carry: fitted with it,
+  a sentence of the fifth passage needs a closer match than one of the first to count).
 
-Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, fitted on the same data)
+Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, ``search_rank``, fitted on
+the same data)
 decides, and the product says so.
 """
 
@@ -29,8 +33,8 @@ from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
 from veracity.text import ANALYZER, content_terms, index_stems
 
-SEMANTIC_FEATURES = ("cos_sentence", "cos_neighbour", "cos_passage", "lexical", "answer_type", "lead")
-LEXICAL_FEATURES = ("lexical", "answer_type", "lead")
+SEMANTIC_FEATURES = ("cos_sentence", "cos_neighbour", "cos_passage", "lexical", "answer_type", "lead", "search_rank")
+LEXICAL_FEATURES = ("lexical", "answer_type", "lead", "search_rank")
 _NUMERIC_QUESTION = re.compile(
     r"^\s*(when|what year|which year|in what year|how (many|much|long|old|tall|high|far|large|big|fast))\b", re.I
 )
@@ -40,14 +44,16 @@ _NUMBER = re.compile(r"\d")
 @dataclass(frozen=True)
 class Candidate:
     """One sentence to judge: its text, its passage's title, its position among the passage's sentences, the
-    index of its neighbours among the candidates being scored (same passage, adjacent), and the passage's
-    head vector when the index has one."""
+    index of its neighbours among the candidates being scored (same passage, adjacent), the passage's head
+    vector when the index has one, and where the search ranked the passage (0 = first; a claim scored on its
+    own, outside any search, reads as first)."""
 
     text: str
     title: str
     position: int = 0
     neighbours: tuple[int, ...] = ()
     passage_vector: Any = None
+    rank: int = 0
 
 
 def lexical_share(question_stems: set[str], text: str, title: str) -> float:
@@ -66,8 +72,11 @@ def features(
     lexical = np.array([lexical_share(stems, c.text, c.title) for c in candidates], dtype=np.float64)
     answer = np.array([1.0 if numeric and _NUMBER.search(c.text) else 0.0 for c in candidates])
     lead = np.array([1.0 / (1 + c.position) for c in candidates])
+    rank = np.array([1.0 / (1 + c.rank) for c in candidates])
     if model is None:
-        return np.column_stack([lexical, answer, lead]) if candidates else np.zeros((0, 3)), LEXICAL_FEATURES
+        if not candidates:
+            return np.zeros((0, len(LEXICAL_FEATURES))), LEXICAL_FEATURES
+        return np.column_stack([lexical, answer, lead, rank]), LEXICAL_FEATURES
     if not candidates:
         return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
     vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
@@ -84,7 +93,8 @@ def features(
             for i, c in enumerate(candidates)
         ]
     )
-    return np.column_stack([cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead]), SEMANTIC_FEATURES
+    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank]
+    return np.column_stack(columns), SEMANTIC_FEATURES
 
 
 def fitted() -> dict[str, Any]:

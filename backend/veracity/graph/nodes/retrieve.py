@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +38,9 @@ from veracity.semantic.relevance import Candidate
 logger = logging.getLogger(__name__)
 
 MAX_AUDIT_CHARS = 300
+ANAPHOR = re.compile(r"^\W*(?:he|she|it|they|his|her|its|their|him|them)\b", re.I)
+"""A sentence opening with a pronoun names its subject in the sentence before ("She founded the shipbuilder in
+1902." after "Ines Marrow was an engineer from Caldera.")."""
 """Longest text of a sentence addressed to the model kept in the audit trail."""
 
 
@@ -137,7 +141,7 @@ async def _search_and_read(
             hits = await asyncio.to_thread(ctx.ranker.rank, query, hits)
         if any(h.fetch for h in hits):
             hits = hits[: ctx.pages_per_query]
-        for hit in hits:
+        for rank, hit in enumerate(hits):
             fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
             if hit.fetch:
                 page = await _open_web(ctx, hit, stat, sources)
@@ -146,14 +150,15 @@ async def _search_and_read(
                 hit, fetched_at = page, sources[-1].fetched_at or fetched_at
             elif not await _open_local(ctx, hit, stat, sources):
                 continue
-            candidates, found = read_passage(hit, fetched_at)
+            candidates, found = read_passage(hit, fetched_at, rank)
             if found and not sources[-1].shared:
                 addressed.append((hit, found))
             per_hit.append(candidates)
-    for hit in ctx.thread.passages if ctx.thread is not None else ():
-        # A follow-up may reuse what its parent quoted: each passage read once per run, by the first branch here.
+    for rank, hit in enumerate(ctx.thread.passages if ctx.thread is not None else ()):
+        # A follow-up may reuse what its parent quoted: each passage read once per run, by the first branch here,
+        # ranked in the order the parent's report quoted them.
         if await _open_local(ctx, hit, stat, sources, cache="parent run"):
-            per_hit.append(read_passage(hit, datetime.now(UTC).isoformat(timespec="seconds"))[0])
+            per_hit.append(read_passage(hit, datetime.now(UTC).isoformat(timespec="seconds"), rank)[0])
     return round_robin(per_hit, ctx.max_candidates)
 
 
@@ -168,7 +173,8 @@ def round_robin(per_hit: list[list[SentenceCandidate]], limit: int) -> list[Sent
 
 
 def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
-    """What the relevance model reads of each sentence: its title, position and adjacent sentences."""
+    """What the relevance model reads of each sentence: its title, position, adjacent sentences and where the
+    search ranked its passage."""
     where = {(id(c.hit), c.position): i for i, c in enumerate(found)}
     return [
         Candidate(
@@ -179,6 +185,7 @@ def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
                 j for p in (c.position - 1, c.position + 1) if (j := where.get((id(c.hit), p))) is not None
             ),
             passage_vector=c.hit.vector,
+            rank=c.rank,
         )
         for c in found
     ]
@@ -187,10 +194,11 @@ def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
 def _select(
     ctx: Context, question: str, task: RetrieveTask, found: list[SentenceCandidate], stat: BranchStat
 ) -> list[Evidence]:
-    """Evidence = the candidates at or above the template's relevance cut-off, most relevant first; the best
-    ones below it are kept on the branch as the closest passages (for an honest "nothing answers this")."""
-    scores = ctx.relevance.score(question, _as_candidates(found))
+    """Evidence = the candidates at or above the template's relevance cut-off (or the sentence naming what a
+    kept one's opening pronoun stands for), most relevant first; the best ones below it are kept on the branch
+    as the closest passages (for an honest "nothing answers this")."""
     cutoff = ctx.relevance.threshold(ctx.spec.relevance.min_relevance)
+    scores = with_antecedents(found, ctx.relevance.score(question, _as_candidates(found)), cutoff)
     ranked = sorted(zip(scores, found, strict=True), key=lambda t: -t[0])
     kept = [
         to_evidence(c, subtask_id=task["subtask"].id, corpus=task["corpus"], relevance=p, score=p)
@@ -199,6 +207,19 @@ def _select(
     ]
     stat.closest = [{"title": c.hit.title, "doc_id": c.hit.doc_id, "relevance": p} for p, c in ranked[:3] if p < cutoff]
     return kept
+
+
+def with_antecedents(found: list[SentenceCandidate], scores: list[float], cutoff: float) -> list[float]:
+    """``scores`` with each kept sentence that opens with a pronoun lifting the sentence just before it in its
+    passage to its own relevance: the reader (and an answer naming who or what) needs the subject the pronoun
+    stands for, which the sentence before names and which, read alone, may not look relevant at all."""
+    where = {(id(c.hit), c.position): i for i, c in enumerate(found)}
+    out = list(scores)
+    for i, c in enumerate(found):
+        before = where.get((id(c.hit), c.position - 1))
+        if scores[i] >= cutoff and before is not None and ANAPHOR.match(c.text):
+            out[before] = max(out[before], scores[i])
+    return out
 
 
 async def record_instructions(
