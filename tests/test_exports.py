@@ -110,7 +110,8 @@ async def test_pdf_and_word_read_back_with_every_claim_reference_quote_and_link(
         source = ref["title"] if ref["url"] else f"{ref['title']} ({ref['doc_id']})"
         entry = f"{ref['number']}. “{ref['quote']}” — {source}, characters {ref['start']}–{ref['end']}"
         assert squash(entry) in squash(references), entry
-    assert sorted(uris) == sorted({permalink} | {r["url"] for r in refs if r["url"]})
+    # The permalink, and one link per reference with a URL (references from one source each link to it).
+    assert sorted(uris) == sorted([permalink, *(r["url"] for r in refs if r["url"])])
     # Each [n] is a link to reference n's entry: as many links as markers, one place per reference number.
     cited = [number[eid] for c in claims for eid in c["evidence_ids"]]
     assert len(inside) == len(cited)

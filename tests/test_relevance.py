@@ -209,6 +209,56 @@ def test_a_sentence_of_a_passage_the_search_ranked_low_needs_a_closer_match(mode
     assert weights["search_rank"] > 0
 
 
+def test_bridge_names_the_passage_another_relevant_passage_names():
+    """The second hop: a passage's title named (as whole words, any case, its "(qualifier)" left out) in a sentence
+    of another passage lends that sentence's strength to every sentence of the named passage; a passage nobody
+    names, or only its own article names, gets 0."""
+    import numpy as np
+
+    from veracity.semantic.relevance import bridges
+
+    candidates = [
+        Candidate(
+            "Kiss and Tell is a 1945 film starring Shirley Temple as Corliss Archer.", "Kiss and Tell (1945 film)"
+        ),
+        Candidate("Shirley Temple was an American actress and diplomat.", "Shirley Temple"),
+        Candidate("She served as Chief of Protocol of the United States.", "Shirley Temple"),
+        Candidate("Shirley Temple is also a non-alcoholic mixed drink.", "Shirley Temple"),
+        Candidate("Carbon fibre is light and strong.", "Car"),
+        Candidate("Kiss and Tell was remade for television.", "Kiss and Tell (play)"),
+    ]
+    strength = np.array([0.8, 0.3, 0.1, 0.2, 0.5, 0.4])
+    out = bridges(candidates, strength)
+    # Shirley Temple is named by the film's sentence (0.8); her own article naming her does not count.
+    assert out.tolist()[1:4] == [0.8, 0.8, 0.8]
+    # "Car" is not inside "Carbon"; nobody names it.
+    assert out[4] == 0.0
+    # The two "Kiss and Tell" passages (qualifiers left out) name each other: the best naming sentence of the other.
+    assert out[0] == 0.4 and out[5] == 0.8
+
+
+def test_the_answer_in_the_passage_a_relevant_passage_names_scores_higher(model):
+    """Fitted, the bridge lifts the sentence of the second hop: "the woman who portrayed Corliss Archer" is
+    answered in Shirley Temple's article, which only the film's article names."""
+    scorer = RelevanceScorer(model)
+    question = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+    film = Candidate(
+        "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss Archer.",
+        "Kiss and Tell (1945 film)",
+    )
+    answer = Candidate(
+        "As a diplomat she served as United States Ambassador to Ghana and as Chief of Protocol of the United States.",
+        "Shirley Temple",
+        position=2,
+        rank=1,
+    )
+    alone = scorer.score(question, [answer])[0]
+    with_film = scorer.score(question, [film, answer])[1]
+    assert with_film > alone
+    weights = dict(zip(scorer.logistic.features, scorer.logistic.weights, strict=True))
+    assert weights["bridge"] > 0
+
+
 def test_retrieve_hands_the_relevance_model_each_passage_s_search_rank():
     from veracity.graph.nodes.retrieve import _as_candidates
     from veracity.ports import SearchHit

@@ -14,7 +14,12 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
 - ``lead``: 1 for a passage's first sentence, falling with position (Wikipedia leads define first);
 - ``search_rank``: 1 for a sentence of the passage the search ranked first, falling with the passage's rank (the
   hybrid search's own judgement of the passage, which the cosines of one sentence do not carry: fitted with it,
-  a sentence of the fifth passage needs a closer match than one of the first to count).
+  a sentence of the fifth passage needs a closer match than one of the first to count);
+- ``bridge``: how relevant the best sentence of *another* passage is that names this sentence's passage (its title,
+  a parenthesised qualifier such as "(film)" left out) — the second hop of a question about something the first
+  passage names ("the woman who portrayed Corliss Archer" → the film's article names Shirley Temple → her article
+  holds the answer). Its strength is that sentence's ``cos_sentence`` (``lexical`` without the model); 0 when no
+  other passage among the candidates names it.
 
 Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, ``search_rank``, fitted on
 the same data)
@@ -33,12 +38,24 @@ from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
 from veracity.text import ANALYZER, content_terms, index_stems
 
-SEMANTIC_FEATURES = ("cos_sentence", "cos_neighbour", "cos_passage", "lexical", "answer_type", "lead", "search_rank")
-LEXICAL_FEATURES = ("lexical", "answer_type", "lead", "search_rank")
+SEMANTIC_FEATURES = (
+    "cos_sentence",
+    "cos_neighbour",
+    "cos_passage",
+    "lexical",
+    "answer_type",
+    "lead",
+    "search_rank",
+    "bridge",
+)
+LEXICAL_FEATURES = ("lexical", "answer_type", "lead", "search_rank", "bridge")
 _NUMERIC_QUESTION = re.compile(
     r"^\s*(when|what year|which year|in what year|how (many|much|long|old|tall|high|far|large|big|fast))\b", re.I
 )
 _NUMBER = re.compile(r"\d")
+_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+MIN_NAME_CHARS = 3
+"""A title shorter than this (after its qualifier is removed) names nothing reliably."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,30 @@ def lexical_share(question_stems: set[str], text: str, title: str) -> float:
     return len(question_stems & found) / len(question_stems)
 
 
+def title_name(title: str) -> str:
+    """What another passage would call this passage's subject: its title without a trailing "(qualifier)"."""
+    return _QUALIFIER.sub("", title).strip()
+
+
+def bridges(candidates: list[Candidate], strength: np.ndarray) -> np.ndarray:
+    """Per candidate, the best ``strength`` among candidates of another passage (another title) whose sentence
+    names this candidate's passage (its ``title_name``, as whole words, any case); 0 when none does."""
+    out = np.zeros(len(candidates), dtype=np.float64)
+    by_title: dict[str, list[int]] = {}
+    for i, c in enumerate(candidates):
+        by_title.setdefault(c.title, []).append(i)
+    for title, members in by_title.items():
+        if len(name := title_name(title)) < MIN_NAME_CHARS:
+            continue
+        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+        best = max(
+            (float(strength[j]) for j, c in enumerate(candidates) if c.title != title and pattern.search(c.text)),
+            default=0.0,
+        )
+        out[members] = max(best, 0.0)
+    return out
+
+
 def features(
     question: str, candidates: list[Candidate], model: SemanticModel | None
 ) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -76,7 +117,7 @@ def features(
     if model is None:
         if not candidates:
             return np.zeros((0, len(LEXICAL_FEATURES))), LEXICAL_FEATURES
-        return np.column_stack([lexical, answer, lead, rank]), LEXICAL_FEATURES
+        return np.column_stack([lexical, answer, lead, rank, bridges(candidates, lexical)]), LEXICAL_FEATURES
     if not candidates:
         return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
     vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
@@ -93,7 +134,8 @@ def features(
             for i, c in enumerate(candidates)
         ]
     )
-    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank]
+    bridge = bridges(candidates, cos_sentence)
+    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank, bridge]
     return np.column_stack(columns), SEMANTIC_FEATURES
 
 

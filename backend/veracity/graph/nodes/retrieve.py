@@ -141,7 +141,10 @@ async def _search_and_read(
             hits = await asyncio.to_thread(ctx.ranker.rank, query, hits)
         if any(h.fetch for h in hits):
             hits = hits[: ctx.pages_per_query]
-        for rank, hit in enumerate(hits):
+        # Where the search ranked a passage among those with text: a page that could not be opened (failed,
+        # refused, over the page budget) holds nothing and pushes nobody down; a passage another branch read does.
+        rank = 0
+        for hit in hits:
             fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
             if hit.fetch:
                 page = await _open_web(ctx, hit, stat, sources)
@@ -149,8 +152,10 @@ async def _search_and_read(
                     continue
                 hit, fetched_at = page, sources[-1].fetched_at or fetched_at
             elif not await _open_local(ctx, hit, stat, sources):
+                rank += 1
                 continue
-            candidates, found = read_passage(hit, fetched_at, rank)
+            rank += 1
+            candidates, found = read_passage(hit, fetched_at, rank - 1)
             if found and not sources[-1].shared:
                 addressed.append((hit, found))
             per_hit.append(candidates)
