@@ -210,9 +210,9 @@ def test_a_sentence_of_a_passage_the_search_ranked_low_needs_a_closer_match(mode
 
 
 def test_bridge_names_the_passage_another_relevant_passage_names():
-    """The second hop: a passage's title named (as whole words, any case, its "(qualifier)" left out) in a sentence
-    of another passage lends that sentence's strength to every sentence of the named passage; a passage nobody
-    names, or only its own article names, gets 0."""
+    """The second hop: a passage's title named (as whole words, in its own case, its "(qualifier)" left out) in a
+    sentence of another passage lends that sentence's strength to every sentence of the named passage; a passage
+    nobody names, or only its own article names, gets 0."""
     import numpy as np
 
     from veracity.semantic.relevance import bridges
@@ -224,14 +224,14 @@ def test_bridge_names_the_passage_another_relevant_passage_names():
         Candidate("Shirley Temple was an American actress and diplomat.", "Shirley Temple"),
         Candidate("She served as Chief of Protocol of the United States.", "Shirley Temple"),
         Candidate("Shirley Temple is also a non-alcoholic mixed drink.", "Shirley Temple"),
-        Candidate("Carbon fibre is light and strong.", "Car"),
+        Candidate("Carbon fibre is light and strong, and a car made of it is fast.", "Car"),
         Candidate("Kiss and Tell was remade for television.", "Kiss and Tell (play)"),
     ]
     strength = np.array([0.8, 0.3, 0.1, 0.2, 0.5, 0.4])
     out = bridges(candidates, strength)
     # Shirley Temple is named by the film's sentence (0.8); her own article naming her does not count.
     assert out.tolist()[1:4] == [0.8, 0.8, 0.8]
-    # "Car" is not inside "Carbon"; nobody names it.
+    # "Car" is not inside "Carbon", and "a car" is a common noun, not the article "Car": nobody names it.
     assert out[4] == 0.0
     # The two "Kiss and Tell" passages (qualifiers left out) name each other: the best naming sentence of the other.
     assert out[0] == 0.4 and out[5] == 0.8

@@ -18,8 +18,9 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
 - ``bridge``: how relevant the best sentence of *another* passage is that names this sentence's passage (its title,
   a parenthesised qualifier such as "(film)" left out) — the second hop of a question about something the first
   passage names ("the woman who portrayed Corliss Archer" → the film's article names Shirley Temple → her article
-  holds the answer). Its strength is that sentence's ``cos_sentence`` (``lexical`` without the model); 0 when no
-  other passage among the candidates names it.
+  holds the answer), matched in the title's own case so that a common noun ("car") does not name "Car". Its
+  strength is that sentence's ``cos_sentence`` (``lexical`` without the model); 0 when no other passage among the
+  candidates names it.
 
 Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, ``search_rank``, fitted on
 the same data)
@@ -87,7 +88,9 @@ def title_name(title: str) -> str:
 
 def bridges(candidates: list[Candidate], strength: np.ndarray) -> np.ndarray:
     """Per candidate, the best ``strength`` among candidates of another passage (another title) whose sentence
-    names this candidate's passage (its ``title_name``, as whole words, any case); 0 when none does."""
+    names this candidate's passage (its ``title_name``, as whole words, in the title's own case: "Shirley Temple"
+    names her article, while "car" or "solar power" in running text does not name the articles "Car" or "Solar
+    power", whose titles only capitalise a common noun); 0 when none does."""
     out = np.zeros(len(candidates), dtype=np.float64)
     by_title: dict[str, list[int]] = {}
     for i, c in enumerate(candidates):
@@ -95,7 +98,7 @@ def bridges(candidates: list[Candidate], strength: np.ndarray) -> np.ndarray:
     for title, members in by_title.items():
         if len(name := title_name(title)) < MIN_NAME_CHARS:
             continue
-        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
         best = max(
             (float(strength[j]) for j, c in enumerate(candidates) if c.title != title and pattern.search(c.text)),
             default=0.0,
