@@ -6,6 +6,7 @@ Also: the Markdown header, ``?version=N``, unknown versions, and text no font ho
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,18 +19,39 @@ from docx.oxml.ns import qn
 from pypdf import PdfReader
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from conftest import form, make_settings
+from conftest import SMALL_CORPUS, form, load_docs, make_settings
 from veracity import messages
 from veracity.db import runs_repo
+from veracity.db.corpus_repo import DocumentIn
 from veracity.db.engine import make_engine
 from veracity.domain import Claim, Report, ReportEvidence, ReportSection
 from veracity.runs import pdf_text
 from veracity.runs.export_docx import render_docx
 from veracity.runs.export_pdf import render_pdf
 
-QUESTION = "Coffee and tea — the “hot drinks market”: who grows coffee, who grows tea?"
+QUESTION = "Who grows the world's coffee?"
+EXPORT_CORPUS = [
+    SMALL_CORPUS[0],  # Coffee, with a URL
+    DocumentIn(
+        doc_id="coffee-farming",
+        title="Coffee farming",
+        text=(
+            "About 12.5 million farms grow the world's coffee. Coffee farmers in Brazil grow about a third of the "
+            "world's coffee, more than any other country. Most coffee is grown by smallholders on farms of less "
+            "than five hectares."
+        ),
+    ),  # without one
+]
+"""Two sources on the question, one linked and one not: the exports must number, quote and link both kinds."""
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+@pytest.fixture
+def small_db_url(db_url: str) -> str:
+    """A migrated SQLite database with ``EXPORT_CORPUS`` in corpus ``small`` (overrides conftest's)."""
+    asyncio.run(load_docs(db_url, "small", EXPORT_CORPUS))
+    return db_url
 
 
 def squash(text: str) -> str:

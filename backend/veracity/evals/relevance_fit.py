@@ -37,6 +37,7 @@ import numpy as np
 
 from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
+from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
 from veracity.semantic.logistic import L2, auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
@@ -90,22 +91,44 @@ def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[Row]:
         qvec = model.encode([item["question"]])[0] if model is not None else None
         gold = set(item["supporting_doc_ids"])
         found = index.search(item["question"], HITS + len(gold), qvec)
-        for group, hits in (
-            (item["id"], found[:HITS]),
-            (f"{item['id']}:hidden", [h for h in found if h.doc_id not in gold][:HITS]),
+        for group, hits, hidden in (
+            (item["id"], found[:HITS], frozenset[str]()),
+            (f"{item['id']}:hidden", [h for h in found if h.doc_id not in gold][:HITS], frozenset(gold)),
         ):
             candidates: list[Candidate] = []
             labels: list[int] = []
             for rank, hit in enumerate(hits):
-                pv = vectors[hit.chunk_id] if vectors is not None else None
-                offset = len(candidates)
-                candidates += [
-                    Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), pv, rank)
-                    for c in passage_candidates(hit.text, hit.title, pv)[0]
-                ]
-                labels += [int(hit.doc_id in gold)] * (len(candidates) - offset)
+                add_passage(candidates, labels, hit, rank, vectors, gold)
+            # The second hop, as retrieve takes it: names in the sentences most like the question, each searched.
+            opened = {h.doc_id for h in hits}
+            strength = [float(v) for v in features(item["question"], candidates, model)[0][:, 0]] if candidates else []
+            titles = [h.title for h in hits]
+            for name in hop_names(item["question"], [c.text for c in candidates], strength, titles):
+                named = index.search(name, HOP_K + len(hidden), _vector(model, name))
+                for rank, hit in enumerate([h for h in named if h.doc_id not in hidden][:HOP_K]):
+                    if hit.doc_id not in opened:
+                        opened.add(hit.doc_id)
+                        add_passage(candidates, labels, hit, rank, vectors, gold)
             rows.append((group, item["question"], candidates, labels))
     return rows
+
+
+def add_passage(
+    candidates: list[Candidate], labels: list[int], hit: ChunkHit, rank: int, vectors: Any, gold: set[str]
+) -> None:
+    """A passage's fact-shaped sentences appended to the pool (neighbours offset into it), each labelled 1 when
+    the passage is gold."""
+    pv = vectors[hit.chunk_id] if vectors is not None else None
+    offset = len(candidates)
+    candidates.extend(
+        Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), pv, rank)
+        for c in passage_candidates(hit.text, hit.title, pv)[0]
+    )
+    labels.extend([int(hit.doc_id in gold)] * (len(candidates) - offset))
+
+
+def _vector(model: SemanticModel | None, text: str) -> Any:
+    return model.encode([text])[0] if model is not None else None
 
 
 def wiki_index(con: sqlite3.Connection, model: SemanticModel | None) -> MemoryIndex:

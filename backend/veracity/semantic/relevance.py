@@ -166,5 +166,12 @@ class RelevanceScorer:
         x, _names = features(question, candidates, self.model)
         return [round(float(p), 4) for p in self.logistic.probability(x)]
 
+    def strength(self, question: str, candidates: list[Candidate]) -> list[float]:
+        """Per candidate, how like the question it reads before any fitted weighing: ``cos_sentence`` with the
+        model, ``lexical`` without (what ``bridge`` borrows, and what the second hop reads names from)."""
+        x, names = features(question, candidates, self.model)
+        column = names.index("cos_sentence" if self.model is not None else "lexical")
+        return [float(v) for v in x[:, column]]
+
     def threshold(self, override: float | None = None) -> float:
         return override if override is not None else self.logistic.threshold

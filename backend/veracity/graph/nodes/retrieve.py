@@ -33,6 +33,7 @@ from veracity.search.evidence import (
     read_passage,
     to_evidence,
 )
+from veracity.search.hop import HOP_K, hop_names
 from veracity.semantic.relevance import Candidate
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,48 @@ async def _open_local(
     return True
 
 
+async def _read_hits(
+    ctx: Context,
+    query: str,
+    k: int,
+    task: RetrieveTask,
+    stat: BranchStat,
+    sources: list[OpenedSource],
+    addressed: list[tuple[SearchHit, list[SourceInstruction]]],
+) -> tuple[list[list[SentenceCandidate]], bool]:
+    """Search one query, open each hit once per run, and read what was opened: its fact-shaped sentences per
+    passage, in rank order, and whether the results were web pages. What addresses the model in a passage this
+    branch opened first goes to ``addressed``."""
+    hits = await ctx.search.search(query=query, corpus=task["corpus"], k=k)
+    stat.queries += 1
+    if ctx.ranker is not None:
+        # Off the event loop: the gazetteer and (when on) the embedding rerank are CPU work.
+        hits = await asyncio.to_thread(ctx.ranker.rank, query, hits)
+    web = any(h.fetch for h in hits)
+    if web:
+        hits = hits[: ctx.pages_per_query]
+    per_hit: list[list[SentenceCandidate]] = []
+    # Where the search ranked a passage among those with text: a page that could not be opened (failed,
+    # refused, over the page budget) holds nothing and pushes nobody down; a passage another branch read does.
+    rank = 0
+    for hit in hits:
+        fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
+        if hit.fetch:
+            page = await _open_web(ctx, hit, stat, sources)
+            if page is None:
+                continue
+            hit, fetched_at = page, sources[-1].fetched_at or fetched_at
+        elif not await _open_local(ctx, hit, stat, sources):
+            rank += 1
+            continue
+        rank += 1
+        candidates, found = read_passage(hit, fetched_at, rank - 1)
+        if found and not sources[-1].shared:
+            addressed.append((hit, found))
+        per_hit.append(candidates)
+    return per_hit, web
+
+
 async def _search_and_read(
     ctx: Context,
     task: RetrieveTask,
@@ -127,44 +170,34 @@ async def _search_and_read(
     sources: list[OpenedSource],
     addressed: list[tuple[SearchHit, list[SourceInstruction]]],
 ) -> list[SentenceCandidate]:
-    """Search each query, open each hit once per run, and collect the fact-shaped sentences of what was opened:
-    at most ``max_candidates`` sentences a branch (relevance is paid per sentence), taken round-robin over the
-    opened passages in rank order (each passage's first sentence, then each one's second…), so a long first
-    passage cannot crowd out the others, nor the second query's. What addresses the model in a passage this
-    branch opened first goes to ``addressed``."""
+    """Search each query and read what was opened: at most ``max_candidates`` sentences a branch (relevance is
+    paid per sentence), taken round-robin over the opened passages in rank order (each passage's first sentence,
+    then each one's second…), so a long first passage cannot crowd out the others, nor the second query's. Then,
+    over a local corpus, the second hop (``search.hop``): the names the sentences most like the question mention
+    that the question does not, each searched on its own."""
     per_hit: list[list[SentenceCandidate]] = []
+    web = False
     for query in subtask.queries:
-        hits = await ctx.search.search(query=query, corpus=task["corpus"], k=ctx.limits.search_k)
-        stat.queries += 1
-        if ctx.ranker is not None:
-            # Off the event loop: the gazetteer and (when on) the embedding rerank are CPU work.
-            hits = await asyncio.to_thread(ctx.ranker.rank, query, hits)
-        if any(h.fetch for h in hits):
-            hits = hits[: ctx.pages_per_query]
-        # Where the search ranked a passage among those with text: a page that could not be opened (failed,
-        # refused, over the page budget) holds nothing and pushes nobody down; a passage another branch read does.
-        rank = 0
-        for hit in hits:
-            fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
-            if hit.fetch:
-                page = await _open_web(ctx, hit, stat, sources)
-                if page is None:
-                    continue
-                hit, fetched_at = page, sources[-1].fetched_at or fetched_at
-            elif not await _open_local(ctx, hit, stat, sources):
-                rank += 1
-                continue
-            rank += 1
-            candidates, found = read_passage(hit, fetched_at, rank - 1)
-            if found and not sources[-1].shared:
-                addressed.append((hit, found))
-            per_hit.append(candidates)
+        read, on_web = await _read_hits(ctx, query, ctx.limits.search_k, task, stat, sources, addressed)
+        per_hit += read
+        web = web or on_web
     for rank, hit in enumerate(ctx.thread.passages if ctx.thread is not None else ()):
         # A follow-up may reuse what its parent quoted: each passage read once per run, by the first branch here,
         # ranked in the order the parent's report quoted them.
         if await _open_local(ctx, hit, stat, sources, cache="parent run"):
             per_hit.append(read_passage(hit, datetime.now(UTC).isoformat(timespec="seconds"), rank)[0])
-    return round_robin(per_hit, ctx.max_candidates)
+    found = round_robin(per_hit, ctx.max_candidates)
+    if web or not found:
+        return found
+    question = ctx.about(task["question"])
+    strength = await asyncio.to_thread(ctx.relevance.strength, question, _as_candidates(found))
+    names = hop_names(question, [c.text for c in found], strength, [c.hit.title for c in found])
+    hopped: list[list[SentenceCandidate]] = []
+    for name in names:
+        hopped += (await _read_hits(ctx, name, HOP_K, task, stat, sources, addressed))[0]
+    # The hop's sentences take at most a third of the branch's candidates, from the first pass's deepest ones.
+    hop = round_robin(hopped, ctx.max_candidates // 3)
+    return found[: ctx.max_candidates - len(hop)] + hop
 
 
 def round_robin(per_hit: list[list[SentenceCandidate]], limit: int) -> list[SentenceCandidate]:
