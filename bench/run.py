@@ -260,6 +260,7 @@ async def _market_brief(services: dict[str, RunService]) -> int:
     settings = services["semantic"].settings
     clock = StageClock()
     clock.wrap(RelevanceScorer, "score")
+    clock.wrap(RelevanceScorer, "strength")  # the second hop reads the sentences most like the question
     clock.wrap(SectionFit, "scores")
     clock.wrap(verify_node, "check_relevance")  # the name verify calls
     clock.wrap(retrieve, "_select")
