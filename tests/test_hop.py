@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from conftest import service_with_docs
+from conftest import load_docs, make_settings
 from veracity.db import runs_repo
 from veracity.db.corpus_repo import DocumentIn
+from veracity.db.engine import make_engine, make_sessionmaker
+from veracity.ports import SearchHit
 from veracity.runs.service import RunService
 from veracity.search.hop import HOP_NAMES, hop_names, names_in
 
@@ -23,6 +25,15 @@ def test_names_are_runs_of_capitalised_words_and_a_sentence_s_first_word_alone_i
     assert names_in("It sold ships to Norway and Sweden.") == ["Norway", "Sweden"]
     assert names_in("The Harwick Bridge opened in 1890.") == ["The Harwick Bridge"]
     assert names_in("Sales rose.") == []
+    # A word that only opens the sentence, a possessive, a full stop and other scripts' capitals.
+    assert names_in("After Shirley Temple's film, she moved to Ghana.") == ["Shirley Temple", "Ghana"]
+    assert names_in("In Paris he met Émile Zola and Łukasz Nowak of Kraków.") == [
+        "Paris",
+        "Émile Zola",
+        "Łukasz Nowak of Kraków",
+    ]
+    assert names_in("He moved to St. Louis. Then he left.") == ["St. Louis"]
+    assert names_in("Procter & Gamble makes soap.") == ["Procter & Gamble"]
 
 
 def test_hop_names_skip_what_the_question_says_and_what_is_open_strongest_sentence_first():
@@ -69,16 +80,38 @@ DOCS = [
 
 
 @pytest.fixture
-async def service(db_url: str) -> AsyncIterator[tuple[RunService, Any]]:
-    async with service_with_docs(db_url, "yards", DOCS) as built:
-        yield built
+async def service(db_url: str) -> AsyncIterator[tuple[RunService, Any, list[tuple[str, list[str]]]]]:
+    """A service over ``DOCS`` whose search opens one passage per query and records what each query found."""
+    await load_docs(db_url, "yards", DOCS)
+    engine = make_engine(db_url)
+    runs = RunService.from_settings(make_settings(db_url, search_k=1), make_sessionmaker(engine))
+    searched: list[tuple[str, list[str]]] = []
+    inner = runs.search
+
+    class Recording:
+        name = inner.name
+
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(inner, attribute)
+
+        async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:
+            hits = await inner.search(query=query, corpus=corpus, k=k)
+            searched.append((query, [h.doc_id for h in hits]))
+            return hits
+
+    runs.search = Recording()  # type: ignore[assignment]
+    try:
+        yield runs, make_sessionmaker(engine), searched
+    finally:
+        await runs.shutdown()
+        await engine.dispose()
 
 
 async def test_retrieve_opens_the_passage_the_first_one_names_and_the_answer_in_it_ships(
-    service: tuple[RunService, Any],
+    service: tuple[RunService, Any, list[tuple[str, list[str]]]],
 ) -> None:
-    runs, sessionmaker = service
-    question = "What company did the engineer who founded the Harwick shipyard start later in life?"
+    runs, sessionmaker, searched = service
+    question = "Which company was started by the engineer who founded the Harwick shipyard?"
     run_id = await runs.start(question=question, template="answer", corpus="yards")
     await runs.wait(run_id)
     async with sessionmaker() as session:
@@ -87,7 +120,11 @@ async def test_retrieve_opens_the_passage_the_first_one_names_and_the_answer_in_
     opened = [
         row["doc_id"] for name, p in events if name == "retrieve_map_progress" for row in (p.get("sources") or [])
     ]
-    # The question's words find the shipyard's article; its founder's article is opened by the hop.
+    # The question's own searches find the shipyard's article only; the founder's is found by searching her name.
+    # (The planner's queries are the question's words in lower case; the hop's are names as written.)
+    planned = [found for query, found in searched if not query[:1].isupper()]
+    assert planned and all(found == ["harwick"] for found in planned), searched
+    assert any(query == "Ines Marrow" and "marrow" in found for query, found in searched), searched
     assert "harwick" in opened and "marrow" in opened
     assert artifact is not None and artifact.report["outcome"] == "shipped"
     claims = [c["text"] for s in artifact.report["sections"] for c in s["claims"]]

@@ -21,22 +21,92 @@ HOP_NAMES = 2
 """Names searched at most, per branch."""
 HOP_K = 2
 """Passages opened per name."""
-_NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’.\-]*(?:\s+(?:(?:of|the|de|del|da|van|von|der|&)\s+)*[A-Z][\w'’.\-]*)*")
+_TOKEN = re.compile(r"[^\W\d_][\w'’.\-&]*|\S")
+_JOINERS = frozenset({"of", "the", "de", "del", "da", "van", "von", "der", "&"})
+_LEADING = frozenset(
+    {
+        "in",
+        "on",
+        "at",
+        "after",
+        "before",
+        "during",
+        "since",
+        "when",
+        "while",
+        "as",
+        "by",
+        "for",
+        "from",
+        "with",
+        "however",
+        "although",
+        "though",
+        "but",
+        "and",
+        "then",
+        "thus",
+        "later",
+        "today",
+        "also",
+        "this",
+        "that",
+        "these",
+        "those",
+        "his",
+        "her",
+        "its",
+        "their",
+        "our",
+        "my",
+        "a",
+        "an",
+    }
+)
+"""Capitalised words that open a sentence or clause without being part of a name ("After Shirley Temple retired",
+"In Paris"); "The" is kept ("The Harwick Bridge")."""
+_POSSESSIVE = re.compile(r"['’]s$")
 _LOWER_WORDS = re.compile(r"[\w'’]+")
 MIN_NAME_CHARS = 4
 
 
+def _capitalised(token: str) -> bool:
+    return token[:1].isupper()
+
+
 def names_in(sentence: str) -> list[str]:
-    """Runs of capitalised words (joined by "of", "the", "de", "van", "&"…, not by "and", which lists names), the
-    sentence's first word kept only inside a run of two or more (a sentence opening with "The" or "In" names
-    nothing)."""
-    out = []
-    for match in _NAME.finditer(sentence):
-        name = match.group(0).rstrip(".")
-        if match.start() == 0 and " " not in name:
-            continue
-        if len(name) >= MIN_NAME_CHARS:
+    """Runs of capitalised words (any script; joined by "of", "the", "de", "van", "&"…, not by "and", which lists
+    names), without a leading word that only opens the sentence ("In", "After"), a possessive "'s", or a run across
+    a full stop ("St. Louis. Then"); a sentence's first word alone names nothing."""
+    tokens = _TOKEN.findall(sentence)
+    out: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        while run and run[-1].lower() in _JOINERS:
+            run.pop()
+        while run and run[0].lower() in _LEADING:
+            run.pop(0)
+        name = _POSSESSIVE.sub("", " ".join(run)).rstrip(".")
+        if len(name) >= MIN_NAME_CHARS and not (len(run) == 1 and first and sentence.lstrip().startswith(run[0])):
             out.append(name)
+        run.clear()
+
+    first = True
+    for token in tokens:
+        if _capitalised(token):
+            run.append(token)
+            if token.endswith(".") and len(token) > 3:  # "Louis." ends the sentence; "St." does not
+                close()
+                first = False
+        elif run and token.lower() in _JOINERS:
+            run.append(token)
+        else:
+            if run:
+                close()
+            first = False
+    if run:
+        close()
     return out
 
 

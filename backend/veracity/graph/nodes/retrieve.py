@@ -39,10 +39,10 @@ from veracity.semantic.relevance import Candidate
 logger = logging.getLogger(__name__)
 
 MAX_AUDIT_CHARS = 300
+"""Longest text of a sentence addressed to the model kept in the audit trail."""
 ANAPHOR = re.compile(r"^\W*(?:he|she|it|they|his|her|its|their|him|them)\b", re.I)
 """A sentence opening with a pronoun names its subject in the sentence before ("She founded the shipbuilder in
 1902." after "Ines Marrow was an engineer from Caldera.")."""
-"""Longest text of a sentence addressed to the model kept in the audit trail."""
 
 
 async def _progress(
@@ -128,17 +128,16 @@ async def _read_hits(
     stat: BranchStat,
     sources: list[OpenedSource],
     addressed: list[tuple[SearchHit, list[SourceInstruction]]],
-) -> tuple[list[list[SentenceCandidate]], bool]:
+) -> list[list[SentenceCandidate]]:
     """Search one query, open each hit once per run, and read what was opened: its fact-shaped sentences per
-    passage, in rank order, and whether the results were web pages. What addresses the model in a passage this
-    branch opened first goes to ``addressed``."""
+    passage, in rank order. What addresses the model in a passage this branch opened first goes to
+    ``addressed``."""
     hits = await ctx.search.search(query=query, corpus=task["corpus"], k=k)
     stat.queries += 1
     if ctx.ranker is not None:
         # Off the event loop: the gazetteer and (when on) the embedding rerank are CPU work.
         hits = await asyncio.to_thread(ctx.ranker.rank, query, hits)
-    web = any(h.fetch for h in hits)
-    if web:
+    if any(h.fetch for h in hits):
         hits = hits[: ctx.pages_per_query]
     per_hit: list[list[SentenceCandidate]] = []
     # Where the search ranked a passage among those with text: a page that could not be opened (failed,
@@ -159,7 +158,7 @@ async def _read_hits(
         if found and not sources[-1].shared:
             addressed.append((hit, found))
         per_hit.append(candidates)
-    return per_hit, web
+    return per_hit
 
 
 async def _search_and_read(
@@ -176,25 +175,24 @@ async def _search_and_read(
     over a local corpus, the second hop (``search.hop``): the names the sentences most like the question mention
     that the question does not, each searched on its own."""
     per_hit: list[list[SentenceCandidate]] = []
-    web = False
     for query in subtask.queries:
-        read, on_web = await _read_hits(ctx, query, ctx.limits.search_k, task, stat, sources, addressed)
-        per_hit += read
-        web = web or on_web
+        per_hit += await _read_hits(ctx, query, ctx.limits.search_k, task, stat, sources, addressed)
     for rank, hit in enumerate(ctx.thread.passages if ctx.thread is not None else ()):
         # A follow-up may reuse what its parent quoted: each passage read once per run, by the first branch here,
         # ranked in the order the parent's report quoted them.
         if await _open_local(ctx, hit, stat, sources, cache="parent run"):
             per_hit.append(read_passage(hit, datetime.now(UTC).isoformat(timespec="seconds"), rank)[0])
     found = round_robin(per_hit, ctx.max_candidates)
-    if web or not found:
+    if ctx.fetcher is not None or not found or ctx.max_candidates < 3:
+        # A run over the web never hops (a follow-up whose searches found nothing still holds its parent's quotes);
+        # nor does a branch with no room for the hop's sentences.
         return found
     question = ctx.about(task["question"])
     strength = await asyncio.to_thread(ctx.relevance.strength, question, _as_candidates(found))
     names = hop_names(question, [c.text for c in found], strength, [c.hit.title for c in found])
     hopped: list[list[SentenceCandidate]] = []
     for name in names:
-        hopped += (await _read_hits(ctx, name, HOP_K, task, stat, sources, addressed))[0]
+        hopped += await _read_hits(ctx, name, HOP_K, task, stat, sources, addressed)
     # The hop's sentences take at most a third of the branch's candidates, from the first pass's deepest ones.
     hop = round_robin(hopped, ctx.max_candidates // 3)
     return found[: ctx.max_candidates - len(hop)] + hop
