@@ -41,7 +41,7 @@ from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
 from veracity.semantic.logistic import L2, auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
-from veracity.semantic.relevance import Candidate, features
+from veracity.semantic.relevance import Candidate, features, strength
 from veracity.text import sentence_spans
 
 FOLDS = 5
@@ -88,7 +88,7 @@ def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[Row]:
         item = json.loads(line)
         if split_of(item["id"]) != "fit":
             continue
-        qvec = model.encode([item["question"]])[0] if model is not None else None
+        qvec = _vector(model, item["question"])
         gold = set(item["supporting_doc_ids"])
         found = index.search(item["question"], HITS + len(gold), qvec)
         for group, hits, hidden in (
@@ -101,9 +101,9 @@ def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[Row]:
                 add_passage(candidates, labels, hit, rank, vectors, gold)
             # The second hop, as retrieve takes it: names in the sentences most like the question, each searched.
             opened = {h.doc_id for h in hits}
-            strength = [float(v) for v in features(item["question"], candidates, model)[0][:, 0]] if candidates else []
+            strong = strength(item["question"], candidates, model)
             titles = [h.title for h in hits]
-            for name in hop_names(item["question"], [c.text for c in candidates], strength, titles):
+            for name in hop_names(item["question"], [c.text for c in candidates], strong, titles):
                 named = index.search(name, HOP_K + len(hidden), _vector(model, name))
                 for rank, hit in enumerate([h for h in named if h.doc_id not in hidden][:HOP_K]):
                     if hit.doc_id not in opened:
@@ -167,7 +167,7 @@ def wiki_rows(labels_file: Path, db: Path, model: SemanticModel | None) -> list[
         position = sum(1 for s, _ in sentence_spans(passage) if s + chunk[0] < item["start"])
         vector = model.encode_heads([head_text(title, passage)])[0] if model is not None else None
         if item["qid"] not in ranks:
-            qvec = model.encode([item["question"]])[0] if model is not None else None
+            qvec = _vector(model, item["question"])
             found = index.search(item["question"], WIKI_RANKS, qvec)
             ranks[item["qid"]] = {(h.doc_id, h.start): n for n, h in enumerate(found)}
         rank = ranks[item["qid"]].get((item["doc_id"], chunk[0]), WIKI_RANKS)

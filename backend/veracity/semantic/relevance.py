@@ -142,6 +142,16 @@ def features(
     return np.column_stack(columns), SEMANTIC_FEATURES
 
 
+def strength(question: str, candidates: list[Candidate], model: SemanticModel | None) -> list[float]:
+    """Per candidate, how like the question it reads before any fitted weighing: ``cos_sentence`` with the model,
+    ``lexical`` without (what ``bridge`` borrows, and what the second hop reads names from)."""
+    if not candidates:
+        return []
+    x, names = features(question, candidates, model)
+    column = names.index("cos_sentence" if model is not None else "lexical")
+    return [float(v) for v in x[:, column]]
+
+
 def fitted() -> dict[str, Any]:
     """The shipped fit: ``semantic`` and ``lexical`` models, the split, the sources and the figures."""
     return load_fit("veracity.semantic", "relevance.json")
@@ -167,11 +177,7 @@ class RelevanceScorer:
         return [round(float(p), 4) for p in self.logistic.probability(x)]
 
     def strength(self, question: str, candidates: list[Candidate]) -> list[float]:
-        """Per candidate, how like the question it reads before any fitted weighing: ``cos_sentence`` with the
-        model, ``lexical`` without (what ``bridge`` borrows, and what the second hop reads names from)."""
-        x, names = features(question, candidates, self.model)
-        column = names.index("cos_sentence" if self.model is not None else "lexical")
-        return [float(v) for v in x[:, column]]
+        return strength(question, candidates, self.model)
 
     def threshold(self, override: float | None = None) -> float:
         return override if override is not None else self.logistic.threshold
