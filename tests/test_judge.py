@@ -126,6 +126,36 @@ async def test_absent_name_or_number_is_not_supported() -> None:
     assert "250" in verdict.reason
 
 
+STORES = Source(
+    "stores",
+    "Brightwell Outfitters sells hiking gear in twelve stores across Oregon. "
+    "Online orders over $75 ship free to any address in the United States.",
+)
+
+
+@pytest.mark.parametrize("mode", [judge, lexical_only], ids=["semantic", "lexical"])
+async def test_a_changed_one_word_name_or_unitless_number_is_unsupported_whatever_the_similarity(
+    mode: LearnedJudge,
+) -> None:
+    # The sentence model puts both close to their source sentence (cosine > 0.75); only the rules tell them apart.
+    place = await mode.judge("Brightwell Outfitters sells hiking gear in twelve stores across Washington.", [STORES])
+    assert place.label == "unsupported"
+    assert "Oregon" in place.reason and "Washington" in place.reason
+    price = await mode.judge("Free shipping applies to online orders above $50.", [STORES])
+    assert price.label == "unsupported"
+    assert "75" in price.reason and "50" in price.reason
+
+
+async def test_an_unstated_name_beside_supported_words_is_partial_never_supported() -> None:
+    # The model would call it stated (most words and the meaning match); the unstated name bounds it to partial.
+    claim = "Brightwell Outfitters, founded by Mara Quist, sells hiking gear in twelve stores."
+    verdict = await judge.judge(claim, [STORES])
+    assert verdict.label == "partial"
+    assert "Mara Quist" in verdict.reason
+    alone = await judge.judge("The stores are run by Mara Quist.", [STORES])
+    assert alone.label == "unsupported"
+
+
 async def test_one_supported_and_one_invented_clause_is_partial() -> None:
     verdict = await judge.judge(f"{REFUND[:-1]}, and the shop also repairs antique clocks for collectors.", [POLICY])
     assert verdict.label == "partial"

@@ -138,6 +138,23 @@ def proper_names(text: str, starts_sentence: bool) -> list[tuple[str, str]]:
     return [(word, key) for key, word in out.items()]
 
 
+def slot_rival(text: str, word: str, other: str, taken: set[str]) -> str | None:
+    """The capitalised word of ``other`` standing where ``word`` stands in ``text`` — after the same word ("twelve
+    stores across Oregon" for "… across Washington") — that ``text`` does not hold (``taken``: its keys); None when
+    there is none. A changed one-word name, told apart from an added one: only a name in the same slot is a rival."""
+    tokens = [m.group() for m in FACT_TOKEN_RE.finditer(text)]
+    if word not in tokens[1:]:
+        return None
+    before = tokens[tokens.index(word, 1) - 1].lower()
+    others = [m.group() for m in FACT_TOKEN_RE.finditer(other)]
+    for prev, cand in zip(others, others[1:], strict=False):
+        if prev.lower() == before and cand[0].isupper() and cand != word:
+            key, kind = normalise(cand)
+            if kind == CONTENT and key not in taken:
+                return cand
+    return None
+
+
 def clauses(claim: str) -> list[Clause]:
     out: list[Clause] = []
     for text, starts_sentence in clause_texts(claim):

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.judge.learned import claim_label
+from veracity.guards.judge.learned import claim_label, clause_labels
 from veracity.guards.judge.material import Example, Rows, clause_rows, read_material, split_of
 from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS
 from veracity.ports import LABEL_ORDER, Label
@@ -46,13 +46,13 @@ OUT = Path(__file__).parents[1] / "data" / "judge.json"
 
 def claim_labels(rows: Rows, p: np.ndarray, t_u: float, t_s: float, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per example, its label index under the cut-offs and its score (the clauses' weighted mean probability)."""
-    clause = np.where(rows.contradicted, 2, np.where(p >= t_s, 0, np.where(p < t_u, 2, 1)))
     labels, scores = np.zeros(n, dtype=int), np.zeros(n)
     for i in range(n):
         mine = rows.owner == i
-        names: list[Label] = [LABEL_ORDER[k] for k in clause[mine]]
-        labels[i] = LABEL_ORDER.index(claim_label(names, list(rows.contradicted[mine])))
-        stated = np.where(rows.contradicted[mine], 0.0, p[mine])
+        hit, extra = list(rows.contradicted[mine]), list(rows.unstated[mine])
+        names: list[Label] = clause_labels(p[mine], t_u, t_s, hit, extra)
+        labels[i] = LABEL_ORDER.index(claim_label(names, hit))
+        stated = np.where(rows.contradicted[mine] | rows.unstated[mine], 0.0, p[mine])
         scores[i] = float(stated @ rows.weight[mine] / rows.weight[mine].sum())
     return labels, scores
 
@@ -122,7 +122,9 @@ def _subset(rows: Rows, keep: np.ndarray) -> tuple[Rows, list[int]]:
     index = {old: new for new, old in enumerate(kept)}
     mine = np.isin(rows.owner, kept)
     owner = np.array([index[int(o)] for o in rows.owner[mine]])
-    return Rows(rows.x[mine], owner, rows.contradicted[mine], rows.weight[mine], rows.target[mine]), kept
+    return Rows(
+        rows.x[mine], owner, rows.contradicted[mine], rows.unstated[mine], rows.weight[mine], rows.target[mine]
+    ), kept
 
 
 def fit_signed(x: np.ndarray, y: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:

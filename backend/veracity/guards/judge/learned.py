@@ -3,15 +3,18 @@ model fitted on written-for-the-purpose material (``python -m veracity.guards.ju
 shipped as ``guards/data/judge.json`` with its split, sources and cross-validated figures.
 
 A clause (``veracity.guards.judge.clauses``) contradicted by the source sentence stating the same fact — another
-number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge. Every other
-clause gets the probability that the sources state it: above the upper cut-off it is supported, below the lower
-one unsupported, in between partly supported. The claim is supported when every clause is, unsupported when none
-is or when one is contradicted, and partial otherwise — how WiCE defines a partially supported claim. The weights
-and both cut-offs come from the file, chosen on out-of-fold predictions; nothing here is a hand-set weight or
-threshold. Without the semantic model the lexical model (fitted on the same material) decides, and every reason
-says so.
+number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge. A clause holding
+a number or a name that no source sentence holds (``signals.unstated``) is never supported: partly supported when
+the model would call the rest of it stated ("sells gear in twelve stores" is, "across Washington" is not),
+unsupported otherwise. Every other clause gets the probability that the sources state it: above the upper cut-off it
+is supported, below the lower one unsupported, in between partly supported. The claim is supported when every clause
+is, unsupported when none is or when one is contradicted, and partial otherwise — how WiCE defines a partially
+supported claim. The weights and both cut-offs come from the file, chosen on out-of-fold predictions; nothing here
+is a hand-set weight or threshold. Without the semantic model the lexical model (fitted on the same material)
+decides, and every reason says so.
 
-``score`` is the clauses' mean probability (a contradicted clause's is 0), weighted by their content words.
+``score`` is the clauses' mean probability (a contradicted or unstated clause's is 0), weighted by their content
+words.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from veracity.guards.judge.lexical import Analysis, LexicalJudge, pct, scarce, snippet
-from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, Signals, signals
+from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, Signals, signals, unstated
 from veracity.ports import Judgement, Label, Source, Span
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import Semantics, process_semantics
@@ -46,12 +49,23 @@ class Cutoffs:
     def from_fit(cls, fit: dict[str, Any]) -> Cutoffs:
         return cls(LogisticModel.from_dict(fit["stated"]), float(fit["stated"]["unsupported_below"]))
 
-    def clause_labels(self, p: np.ndarray, contradicted: list[bool]) -> list[Label]:
-        """A contradicted clause is unsupported (the rule); the others by their probability."""
-        return [
-            "unsupported" if hit or x < self.unsupported else "supported" if x >= self.model.threshold else "partial"
-            for x, hit in zip(p, contradicted, strict=True)
-        ]
+    def clause_labels(self, p: np.ndarray, contradicted: list[bool], unstated: list[bool]) -> list[Label]:
+        return clause_labels(p, self.unsupported, self.model.threshold, contradicted, unstated)
+
+
+def clause_labels(
+    p: np.ndarray, below: float, above: float, contradicted: list[bool], unstated: list[bool]
+) -> list[Label]:
+    """A contradicted clause is unsupported (the rule); a clause with an unstated number or name is partly supported
+    at most (partial when its probability reaches ``above``, else unsupported); the others by their probability:
+    supported from ``above``, unsupported under ``below``, partial between."""
+    out: list[Label] = []
+    for x, hit, extra in zip(p, contradicted, unstated, strict=True):
+        if hit or x < below or (extra and x < above):
+            out.append("unsupported")
+        else:
+            out.append("partial" if extra or x < above else "supported")
+    return out
 
 
 def claim_label(clause_labels: list[Label], contradicted: list[bool]) -> Label:
@@ -87,8 +101,9 @@ class LearnedJudge:
         clauses = signals(analysis, self.model)
         p = self.cutoffs.model.probability(np.vstack([c.row(self.features) for c in clauses]))
         contradicted = [bool(r.contradiction) for r in analysis.results]
-        p = np.where(contradicted, 0.0, p)  # the rule's verdict, whatever the model says
-        labels = self.cutoffs.clause_labels(p, contradicted)
+        extra = [unstated(c.values) for c in clauses]
+        labels = self.cutoffs.clause_labels(p, contradicted, extra)
+        p = np.where(np.array(contradicted) | np.array(extra), 0.0, p)  # not stated, whatever the model says
         label = claim_label(labels, contradicted)
         weights = np.array([r.weight for r in analysis.results])
         return Judgement(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from veracity.guards.judge.clauses import MIN_CLAUSE_TERMS, Clause, clauses, entities
+from veracity.guards.judge.clauses import MIN_CLAUSE_TERMS, Clause, clauses, entities, slot_rival
 from veracity.guards.judge.sources import SourceSentence, matching_part, source_sentences, term_matches
 from veracity.guards.judge.words import NUMERIC_RE, Number, negated
 from veracity.ports import Judgement, Label, Source
@@ -101,12 +101,13 @@ def snippet(text: str, limit: int = 60) -> str:
 
 
 def _rivals(number: Number, other: Number, claimed: set[str]) -> bool:
-    """A number the claim never mentions, of the same kind: another year, or another count of the same unit."""
+    """A number the claim never mentions, of the same kind: another year, or another count of the same unit (a
+    number with no unit word after it — "$50", "12 and 16" — may stand for any other count)."""
     if other.value in claimed:
         return False
     if number.year or other.year:
         return number.year and other.year
-    return bool(number.unit) and number.unit == other.unit
+    return number.unit == other.unit or not number.unit
 
 
 class LexicalJudge:
@@ -212,6 +213,15 @@ def _judge_clause(
         )
         if rival_name is not None:
             result.reason = f"the matching source sentence names {rival_name} where the claim says {text}"
+            return _contradicted(result, context, "name")
+
+    for word, key in clause.names:
+        if df.get(key, 0):
+            continue
+        context = _context(covers, words - {key}, weight)
+        other = None if context is None else slot_rival(clause.text, word, sentences[context].text, terms)
+        if context is not None and other is not None:
+            result.reason = f"the matching source sentence names {other} where the claim says {word}"
             return _contradicted(result, context, "name")
 
     for number in clause.numbers:

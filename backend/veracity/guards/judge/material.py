@@ -4,13 +4,13 @@ unit conversion, a claim with an unstated extra, changed number, date, name, neg
 invented fact), and news-style articles with multi-sentence summaries labelled per sentence — its split, and its
 clauses as feature rows.
 
-The model scores clauses the contradiction rule leaves to it (``learned``: a contradicted clause is unsupported
-whatever the model says). Every other clause of a supported claim is a positive; a one-clause invented claim
-(words and meaning the sources lack) is a negative. A minimal edit the checks do not flag (an antonym, swapped
-roles, a changed common noun) keeps the source's words and most of its meaning, so fitting on it would only teach
-that covering a claim's words makes it less supported; such clauses, and the clauses of partial claims, are left
-out of the fit (target -1), and every figure still counts them (``right_by_kind``).
-"""
+The model scores clauses the rules leave to it (``learned``: a contradicted clause is unsupported whatever the model
+says, and one holding a number or a name no source sentence holds is never supported). Every other clause of a
+supported claim is a positive; a one-clause invented claim (words and meaning the sources lack) is a negative. A
+minimal edit the checks do not flag (an antonym, swapped roles, a changed common noun) keeps the source's words and
+most of its meaning, so fitting on it would only teach that covering a claim's words makes it less supported; such
+clauses, and the clauses of partial claims, are left out of the fit (target -1), and every figure still counts them
+(``right_by_kind``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from veracity.guards.judge.lexical import LexicalJudge
-from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, signals
+from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, signals, unstated
 from veracity.ports import Label, Source
 from veracity.semantic.model import SemanticModel
 
@@ -69,6 +69,7 @@ class Rows:
     x: np.ndarray
     owner: np.ndarray  # example index per clause
     contradicted: np.ndarray  # per clause
+    unstated: np.ndarray  # per clause: holds a number or a name no source sentence holds
     weight: np.ndarray  # per clause: its content words
     target: np.ndarray  # per clause: 1 stated, 0 not, -1 not labelled (left out of the fit)
 
@@ -76,7 +77,7 @@ class Rows:
 def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
     judge = LexicalJudge()
     names = SEMANTIC_FEATURES if model is not None else LEXICAL_FEATURES
-    x, owner, contradicted, weight, target = [], [], [], [], []
+    x, owner, contradicted, extra, weight, target = [], [], [], [], [], []
     for n, e in enumerate(examples):
         analysis = judge.analyse(e.claim, [Source(e.group, e.source)])
         single = len(analysis.results) == 1
@@ -84,13 +85,16 @@ def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
             x.append(found.row(names))
             owner.append(n)
             contradicted.append(bool(result.contradiction))
+            extra.append(unstated(found.values))
             weight.append(result.weight)
-            if result.contradiction:
-                target.append(-1)  # decided by the rule, not the model
+            if result.contradiction or extra[-1]:
+                target.append(-1)  # decided (or bounded) by the rules, not the model
             elif e.label == "supported":
                 target.append(1)
             elif e.label == "unsupported" and single and e.kind == INVENTED:
                 target.append(0)
             else:
                 target.append(-1)
-    return Rows(np.vstack(x), np.array(owner), np.array(contradicted), np.array(weight), np.array(target))
+    return Rows(
+        np.vstack(x), np.array(owner), np.array(contradicted), np.array(extra), np.array(weight), np.array(target)
+    )

@@ -1,6 +1,6 @@
 """The signals the learned judge weighs for each clause of a claim, the same at fitting and at run time. (A clause
 the lexical reading finds contradicted — another number, name or negation — is unsupported by rule and never
-weighed.)
+weighed; a clause with a number or a name that no source sentence holds, ``unstated``, is never supported.)
 
 Lexical, from ``LexicalJudge.analyse``:
 
@@ -57,6 +57,13 @@ class Signals:
 
     def row(self, names: tuple[str, ...]) -> np.ndarray:
         return np.array([self.values[n] for n in names], dtype=np.float64)
+
+
+def unstated(values: dict[str, float]) -> bool:
+    """A number (by value) or a name of the clause that no source sentence holds: the sources never state the
+    fact it carries, so the clause is not supported whatever its words and meaning share with them (partial at
+    most). A deterministic bound on the model: similarity cannot tell "… across Oregon" from "… across Washington"."""
+    return bool(values["missing_number"] or values["missing_name"] or values["absent_name"])
 
 
 def lexical_values(analysis: Analysis) -> list[dict[str, float]]:
