@@ -782,6 +782,46 @@ async def test_every_model_call_failed_or_timed_out_is_recorded_and_counted(
     assert call["error"].startswith("failed with HTTP 503")
 
 
+async def test_each_retry_of_a_failed_call_is_a_call_of_its_own_counted_and_recorded(
+    env: dict[str, Any], llm: ScriptedOpenAI
+) -> None:
+    # The openai client's own retries were invisible: three requests sent, one call counted and recorded.
+    llm.play({"composer": [{"status": 503}, {"status": 429}, {"content": GOOD}], "reviewer": [{"content": REVIEW_OK}]})
+    result = await run(env, settings_for(env, llm, max_retries=2))
+    calls = [p for n, p in result["events"] if n == "model_call" and p["role"] == "composer"]
+    assert [c.get("error", "")[:20] for c in calls] == [
+        "failed with HTTP 503",
+        "failed with HTTP 429",
+        "",
+    ]
+    assert calls[-1]["totals"]["failed"] == 2 and calls[-1]["totals"]["calls"] >= 3
+    assert result["report"]["outcome"] == "shipped"
+
+
+def test_only_failures_a_retry_can_mend_are_retried() -> None:
+    import httpx
+    import openai
+
+    from veracity.models.chat import _backoff, _retryable
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+
+    def status(code: int, **headers: str) -> openai.APIStatusError:
+        return openai.APIStatusError("x", response=httpx.Response(code, request=request, headers=headers), body=None)
+
+    assert [code for code in (400, 401, 404, 408, 409, 422, 429, 500, 503) if _retryable(status(code))] == [
+        408,
+        409,
+        429,
+        500,
+        503,
+    ]
+    assert _retryable(openai.APITimeoutError(request)) and _retryable(openai.APIConnectionError(request=request))
+    assert [_backoff(status(503), k) for k in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert _backoff(status(429, **{"retry-after": "3"}), 0) == 3.0
+    assert _backoff(status(429, **{"retry-after": "a day"}), 1) == 1.0
+
+
 def test_model_timeouts_are_settings_whose_defaults_suit_a_local_70b_model() -> None:
     import openai
 

@@ -335,7 +335,13 @@ class ModelSettings(BaseModel):
         ),
     )
     max_retries: int = Field(
-        default=2, ge=0, le=10, description="Retries of a failed model request (rate limits, 5xx, timeouts)."
+        default=2,
+        ge=0,
+        le=10,
+        description=(
+            "Retries of a failed model request (408, 409, 429, 5xx, timeouts, no connection); each retry is a "
+            "call of its own, counted against the run's budget and recorded."
+        ),
     )
 
     @field_validator("base_url")

@@ -4,8 +4,10 @@ local model), used by every model-backed stage: planner, composer, judge, review
 - Temperature 0. A JSON schema is sent as ``response_format`` where the stage wants structure; a server that
   rejects ``json_schema`` with a 400 is asked again with ``json_object`` and this instance keeps to that. A stage
   that wants free text sends no format. ``max_tokens`` caps every answer so a small model cannot run off.
-- Retries with exponential backoff on 429, 5xx, timeouts and connection errors are the ``openai`` client's
-  (``max_retries``); a :class:`~veracity.models.usage.Circuit` gives up cleanly on a server that keeps failing.
+- Retries with exponential backoff on 429, 5xx, timeouts and connection errors are this class's, up to the
+  client's ``max_retries`` (the client itself is used with none: a retry it made would be a call nobody counted or
+  recorded); each attempt is a call of its own — counted, bounded by the run's time left, recorded with its error.
+  A :class:`~veracity.models.usage.Circuit` gives up cleanly on a server that keeps failing.
 - Every call is counted against the run's budgets (``veracity.models.usage``) when it is sent, and recorded when
   it ends — its usage (prompt and completion tokens, time, cost for known models), and its error when it failed,
   was rejected or timed out — and streamed (``model_call``): no call leaves no trace.
@@ -79,6 +81,10 @@ class ChatModel:
     ) -> None:
         self.model = model
         self.client = client
+        self.retries = max(int(client.max_retries), 0)
+        """Attempts after the first for a retryable failure (``_retryable``), each counted and recorded."""
+        self.sender = client.with_options(max_retries=0) if client.max_retries else client
+        """The client as requests are sent: the same connection pool, with no retries of its own."""
         self.schema_name = schema_name
         self.schema = schema
         self.role = role
@@ -127,6 +133,27 @@ class ChatModel:
     async def _create(
         self, messages: list[ChatCompletionMessageParam], structured: bool, schema: dict[str, Any] | None
     ) -> str:
+        """One answer, trying again after a retryable failure (backing off 0.5 s, 1 s, 2 s … at most 8 s, or as
+        the server's ``Retry-After`` asks, never past the run's time left)."""
+        for attempt in range(self.retries + 1):
+            try:
+                return await self._attempt(messages, structured, schema)
+            except ModelError as exc:
+                cause = exc.__cause__
+                if attempt == self.retries or not isinstance(cause, openai.OpenAIError) or not _retryable(cause):
+                    raise
+                pause = _backoff(cause, attempt)
+                meter = current_meter.get()
+                remaining = meter.remaining_seconds() if meter is not None else None
+                if remaining is not None and remaining <= pause:
+                    raise
+                logger.info("model %s %s; trying again in %.1f s", self.model, _failure(cause), pause)
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _attempt(
+        self, messages: list[ChatCompletionMessageParam], structured: bool, schema: dict[str, Any] | None
+    ) -> str:
         self.circuit.check(self.model)  # an open circuit sends nothing: no call to count
         meter = current_meter.get()
         if meter is not None:
@@ -140,7 +167,7 @@ class ChatModel:
             options["timeout"] = max(remaining, 0.1)  # the run's wall-time budget is nearer than the client's own
         started = time.perf_counter()
         try:
-            completion = await self.client.chat.completions.create(
+            completion = await self.sender.chat.completions.create(
                 model=self.model, temperature=0, max_tokens=self.max_tokens, messages=messages, **options
             )
         except openai.BadRequestError as exc:
@@ -192,6 +219,30 @@ class ChatModel:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+MAX_BACKOFF_SECONDS = 8.0
+
+
+def _retryable(exc: openai.OpenAIError) -> bool:
+    """What the ``openai`` client itself retries: no answer in time, no connection, 408, 409, 429 and 5xx."""
+    if isinstance(exc, openai.APIConnectionError):  # timeouts included
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+def _backoff(exc: openai.OpenAIError, attempt: int) -> float:
+    """Seconds to wait before attempt ``attempt + 2``: the server's ``Retry-After`` (seconds) when it sent a
+    sensible one, else 0.5 s doubled per attempt; at most ``MAX_BACKOFF_SECONDS``."""
+    response = getattr(exc, "response", None)
+    asked = response.headers.get("retry-after") if response is not None else None
+    try:
+        wait = float(asked) if asked is not None else 0.5 * 2**attempt
+    except ValueError:
+        wait = 0.5 * 2**attempt
+    return min(max(wait, 0.0), MAX_BACKOFF_SECONDS)
 
 
 def _failure(exc: openai.OpenAIError) -> str:
