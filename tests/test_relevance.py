@@ -259,6 +259,25 @@ def test_the_answer_in_the_passage_a_relevant_passage_names_scores_higher(model)
     assert weights["bridge"] > 0
 
 
+def test_the_question_is_asked_again_of_the_passage_a_relevant_sentence_names(model):
+    """The second hop reads the question as asked of the named passage: what the naming sentence answered goes,
+    the name comes in — and the answer sentence, far from the question as written, is close to that."""
+    from veracity.semantic.relevance import asked_of, features
+
+    question = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+    naming = "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss Archer."
+    assert asked_of(question, naming, "Shirley Temple") == (
+        "Shirley Temple: What government position was held by the woman who portrayed in the"
+    )
+    film = Candidate(naming, "Kiss and Tell (1945 film)")
+    answer = Candidate("As a diplomat she served as Chief of Protocol of the United States.", "Shirley Temple")
+    other = Candidate("The Bachelor and the Bobby-Soxer is a 1947 comedy film.", "The Bachelor and the Bobby-Soxer")
+    x, names = features(question, [film, answer, other], model)
+    cos, bridged = x[:, names.index("cos_sentence")], x[:, names.index("cos_bridged")]
+    assert bridged[1] > cos[1] + 0.2  # asked of Shirley Temple, the Chief of Protocol sentence answers
+    assert bridged[2] == cos[2]  # nothing names that film's article: the question as written
+
+
 def test_retrieve_hands_the_relevance_model_each_passage_s_search_rank():
     from veracity.graph.nodes.retrieve import _as_candidates
     from veracity.ports import SearchHit

@@ -20,7 +20,12 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
   passage names ("the woman who portrayed Corliss Archer" → the film's article names Shirley Temple → her article
   holds the answer), matched in the title's own case so that a common noun ("car") does not name "Car". Its
   strength is that sentence's ``cos_sentence`` (``lexical`` without the model); 0 when no other passage among the
-  candidates names it.
+  candidates names it;
+- ``cos_bridged``: for a sentence of a passage another passage names, its cosine with the question as it would be
+  asked of that passage — the words the naming sentence answers taken out and the passage's name put in ("What
+  government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?" read by
+  "Kiss and Tell … starring Shirley Temple as Corliss Archer" becomes "Shirley Temple: What government position
+  was held by the woman who portrayed in the"); the sentence's ``cos_sentence`` when nothing names its passage.
 
 Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, ``search_rank``, fitted on
 the same data)
@@ -48,6 +53,7 @@ SEMANTIC_FEATURES = (
     "lead",
     "search_rank",
     "bridge",
+    "cos_bridged",
 )
 LEXICAL_FEATURES = ("lexical", "answer_type", "lead", "search_rank", "bridge")
 _NUMERIC_QUESTION = re.compile(
@@ -86,25 +92,41 @@ def title_name(title: str) -> str:
     return _QUALIFIER.sub("", title).strip()
 
 
-def bridges(candidates: list[Candidate], strength: np.ndarray) -> np.ndarray:
-    """Per candidate, the best ``strength`` among candidates of another passage (another title) whose sentence
-    names this candidate's passage (its ``title_name``, as whole words, in the title's own case: "Shirley Temple"
-    names her article, while "car" or "solar power" in running text does not name the articles "Car" or "Solar
-    power", whose titles only capitalise a common noun); 0 when none does."""
-    out = np.zeros(len(candidates), dtype=np.float64)
-    by_title: dict[str, list[int]] = {}
-    for i, c in enumerate(candidates):
-        by_title.setdefault(c.title, []).append(i)
-    for title, members in by_title.items():
+def namers(candidates: list[Candidate], strength: np.ndarray) -> dict[str, int]:
+    """Per passage title, the candidate of another passage (another title) with the best ``strength`` whose
+    sentence names it (its ``title_name``, as whole words, in the title's own case: "Shirley Temple" names her
+    article, while "car" or "solar power" in running text does not name the articles "Car" or "Solar power", whose
+    titles only capitalise a common noun); titles nothing names are left out."""
+    out: dict[str, int] = {}
+    for title in dict.fromkeys(c.title for c in candidates):
         if len(name := title_name(title)) < MIN_NAME_CHARS:
             continue
         pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-        best = max(
-            (float(strength[j]) for j, c in enumerate(candidates) if c.title != title and pattern.search(c.text)),
-            default=0.0,
-        )
-        out[members] = max(best, 0.0)
+        naming = [j for j, c in enumerate(candidates) if c.title != title and pattern.search(c.text)]
+        if naming:
+            out[title] = max(naming, key=lambda j: (float(strength[j]), -j))
     return out
+
+
+def bridges(candidates: list[Candidate], strength: np.ndarray) -> np.ndarray:
+    """Per candidate, the ``strength`` of the best sentence of another passage that names its passage
+    (``namers``); 0 when none does."""
+    named = namers(candidates, strength)
+    return np.array(
+        [max(float(strength[named[c.title]]), 0.0) if c.title in named else 0.0 for c in candidates],
+        dtype=np.float64,
+    )
+
+
+_WORD = re.compile(r"[\w'’-]+")
+
+
+def asked_of(question: str, naming: str, name: str) -> str:
+    """``question`` as it would be asked of the passage called ``name``, which the sentence ``naming`` names: the
+    question's content words that ``naming`` holds (what it has already answered) dropped, the name put first."""
+    answered = set(ANALYZER.tokens(naming))
+    kept = [w for w in _WORD.findall(question) if not set(ANALYZER.tokens(w)) & answered]
+    return f"{name}: {' '.join(kept)}"
 
 
 def features(
@@ -126,6 +148,15 @@ def features(
     vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
     q, rows = vectors[0], vectors[1:]
     cos_sentence = (rows @ q).astype(np.float64)
+    named = namers(candidates, cos_sentence)
+    asked = {t: asked_of(question, candidates[j].text, title_name(t)) for t, j in named.items()}
+    asked_vectors = dict(zip(asked, model.encode(list(asked.values())), strict=True)) if asked else {}
+    cos_bridged = np.array(
+        [
+            float(rows[i] @ asked_vectors[c.title]) if c.title in asked_vectors else cos_sentence[i]
+            for i, c in enumerate(candidates)
+        ]
+    )
     cos_neighbour = np.array(
         [max((cos_sentence[j] for j in c.neighbours), default=cos_sentence[i]) for i, c in enumerate(candidates)]
     )
@@ -137,8 +168,8 @@ def features(
             for i, c in enumerate(candidates)
         ]
     )
-    bridge = bridges(candidates, cos_sentence)
-    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank, bridge]
+    bridge = np.array([max(float(cos_sentence[named[c.title]]), 0.0) if c.title in named else 0.0 for c in candidates])
+    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank, bridge, cos_bridged]
     return np.column_stack(columns), SEMANTIC_FEATURES
 
 
