@@ -115,17 +115,6 @@ async def test_negation_flip_is_unsupported_both_ways() -> None:
     assert "negates" in asserted.reason
 
 
-async def test_a_negation_said_another_way_is_no_contradiction_and_its_flip_still_is() -> None:
-    source = Source("s", "The company said it was too early to estimate the cost of the damage.")
-    same = await judge.judge("The company has not estimated the damage.", [source])
-    assert same.label != "unsupported"
-    flipped = await judge.judge("The company estimated the cost of the damage.", [source])
-    assert flipped.label == "unsupported" and "negates" in flipped.reason
-    other = Source("t", "The operator has yet to confirm the cause of the derailment.")
-    said = await judge.judge("The operator did not confirm the cause of the derailment.", [other])
-    assert said.label == "supported"
-
-
 async def test_absent_name_or_number_is_not_supported() -> None:
     verdict = await judge.judge("The shop sells handmade furniture made by Astrid Lindqvist.", [POLICY])
     assert verdict.label != "supported"

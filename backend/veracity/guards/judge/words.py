@@ -25,9 +25,6 @@ NEGATION_WINDOW = 3
 NUMERIC_RE = re.compile(r"\d+(?:\.\d+)?$")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)$")
 _NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
-_IMPLIED_NEGATIONS = (("too", "early", "to"), ("too", "soon", "to"), ("yet", "to"), ("failed", "to"), ("unable", "to"))
-"""Phrases that deny the verb after them ("too early to estimate" = has not estimated, "has yet to confirm" = has
-not confirmed): their first word reads as a negation, so a claim saying "not" in their place is not contradicted."""
 _NUMBER_WORDS = {
     w: str(i)
     for i, w in enumerate(
@@ -115,9 +112,6 @@ def tokenize(text: str) -> tuple[list[Token], list[str]]:
             out_raws += [f"{raws[i]} {raws[i + 1]}", raws[i + 1]]
             i += 2
             continue
-        lowered = tuple(r.lower() for r in raws[i : i + 3])
-        if any(lowered[: len(phrase)] == phrase for phrase in _IMPLIED_NEGATIONS):
-            key, kind = "", NEGATION
         out.append((key, kind))
         out_raws.append(raws[i])
         i += 1
