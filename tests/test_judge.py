@@ -128,8 +128,8 @@ async def test_absent_name_or_number_is_not_supported() -> None:
 
 STORES = Source(
     "stores",
-    "Brightwell Outfitters sells hiking gear in twelve stores across Oregon. "
-    "Online orders over $75 ship free to any address in the United States.",
+    "Larkspur Books runs nine bookshops across Vermont, each with a children's corner. "
+    "Orders above $40 are delivered free of charge anywhere in New England.",
 )
 
 
@@ -137,22 +137,31 @@ STORES = Source(
 async def test_a_changed_one_word_name_or_unitless_number_is_unsupported_whatever_the_similarity(
     mode: LearnedJudge,
 ) -> None:
-    # The sentence model puts both close to their source sentence (cosine > 0.75); only the rules tell them apart.
-    place = await mode.judge("Brightwell Outfitters sells hiking gear in twelve stores across Washington.", [STORES])
+    # The sentence model puts both close to their source sentence; only the rules tell them apart.
+    claim = "Larkspur Books runs nine bookshops across Maine, each with a children's corner."
+    place = await mode.judge(claim, [STORES])
     assert place.label == "unsupported"
-    assert "Oregon" in place.reason and "Washington" in place.reason
-    price = await mode.judge("Free shipping applies to online orders above $50.", [STORES])
+    assert "Vermont" in place.reason and "Maine" in place.reason
+    price = await mode.judge("Orders above $25 are delivered free of charge.", [STORES])
     assert price.label == "unsupported"
-    assert "75" in price.reason and "50" in price.reason
+    assert "40" in price.reason and "25" in price.reason
+
+
+async def test_a_month_is_the_rival_of_a_month_not_of_a_place() -> None:
+    source = [Source("s", "Larkspur Books opened its newest shop in March last year.")]
+    month = await lexical_only.judge("Larkspur Books opened its newest shop in May last year.", source)
+    assert month.label == "unsupported" and "March" in month.reason
+    place = await judge.judge("Larkspur Books opened its newest shop in Burlington last year.", source)
+    assert "March" not in place.reason and "Burlington" in place.reason and place.label != "supported"
 
 
 async def test_an_unstated_name_beside_supported_words_is_partial_never_supported() -> None:
     # The model would call it stated (most words and the meaning match); the unstated name bounds it to partial.
-    claim = "Brightwell Outfitters, founded by Mara Quist, sells hiking gear in twelve stores."
+    claim = "Larkspur Books, founded by Mara Quist, runs nine bookshops across Vermont."
     verdict = await judge.judge(claim, [STORES])
     assert verdict.label == "partial"
     assert "Mara Quist" in verdict.reason
-    alone = await judge.judge("The stores are run by Mara Quist.", [STORES])
+    alone = await judge.judge("The bookshops are run by Mara Quist.", [STORES])
     assert alone.label == "unsupported"
 
 

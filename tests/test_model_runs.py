@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -797,6 +798,18 @@ async def test_each_retry_of_a_failed_call_is_a_call_of_its_own_counted_and_reco
     assert calls[-1]["totals"]["failed"] == 2 and calls[-1]["totals"]["calls"] >= 3
     assert result["report"]["outcome"] == "shipped"
 
+    # A call's retries are one failure to the circuit (three in a row open it for every role), not one each.
+    llm.play(
+        {
+            "composer": [{"status": 503}, {"status": 503}, {"status": 503}, {"content": GOOD}],
+            "reviewer": [{"content": REVIEW_OK}],
+        }
+    )
+    result = await run(env, settings_for(env, llm, max_retries=3))
+    calls = [p for n, p in result["events"] if n == "model_call" and p["role"] == "composer"]
+    assert len(calls) == 4 and "error" not in calls[-1]
+    assert result["report"]["outcome"] == "shipped"
+
 
 def test_only_failures_a_retry_can_mend_are_retried() -> None:
     import httpx
@@ -820,6 +833,12 @@ def test_only_failures_a_retry_can_mend_are_retried() -> None:
     assert [_backoff(status(503), k) for k in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
     assert _backoff(status(429, **{"retry-after": "3"}), 0) == 3.0
     assert _backoff(status(429, **{"retry-after": "a day"}), 1) == 1.0
+    assert _backoff(status(429, **{"retry-after": "nan"}), 2) == 2.0  # never a wait that cannot end
+    assert _backoff(status(429, **{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}), 0) == 0.0  # a date gone by
+    from email.utils import format_datetime
+
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert _backoff(status(429, **{"retry-after": later}), 0) == 8.0  # a date ahead, capped
 
 
 def test_model_timeouts_are_settings_whose_defaults_suit_a_local_70b_model() -> None:

@@ -278,6 +278,19 @@ def test_the_question_is_asked_again_of_the_passage_a_relevant_sentence_names(mo
     assert bridged[2] == cos[2]  # nothing names that film's article: the question as written
 
 
+def test_strength_is_the_plain_sentence_cosine_or_the_word_share(model):
+    from veracity.semantic.relevance import features, strength
+
+    question = "Who discovered radium?"
+    candidates = [
+        Candidate("Marie Curie discovered radium and polonium.", "Marie Curie"),
+        Candidate("Radium is named after radiation.", "Radium"),
+    ]
+    for mode, column in ((model, "cos_sentence"), (None, "lexical")):
+        x, names = features(question, candidates, mode)
+        assert strength(question, candidates, mode) == pytest.approx(x[:, names.index(column)].tolist(), abs=1e-6)
+
+
 def test_retrieve_hands_the_relevance_model_each_passage_s_search_rank():
     from veracity.graph.nodes.retrieve import _as_candidates
     from veracity.ports import SearchHit

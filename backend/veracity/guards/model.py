@@ -8,7 +8,8 @@ produce a pass the sources do not contain. The quote is looked up tolerantly —
 quotation marks and dashes, an ellipsis standing for skipped words, a span from mid-sentence — but every word of it
 must still lie, in order, in one cited text. Output that does not parse costs that claim or that review one retry,
 told what was wrong; a second unreadable answer raises :class:`MalformedOutput`; a server that cannot be
-reached, times out or fails after the client's retries raises :class:`ModelError`.
+reached, times out or fails after its retries (each one a recorded call: `veracity.models.chat`) raises
+:class:`ModelError`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
@@ -140,12 +143,13 @@ class ChatModel:
                 return await self._attempt(messages, structured, schema)
             except ModelError as exc:
                 cause = exc.__cause__
-                if attempt == self.retries or not isinstance(cause, openai.OpenAIError) or not _retryable(cause):
-                    raise
+                if not isinstance(cause, openai.OpenAIError):
+                    raise  # the budget or an open circuit refused it: nothing was sent
                 pause = _backoff(cause, attempt)
                 meter = current_meter.get()
                 remaining = meter.remaining_seconds() if meter is not None else None
-                if remaining is not None and remaining <= pause:
+                if attempt == self.retries or not _retryable(cause) or (remaining is not None and remaining <= pause):
+                    self.circuit.failure()  # one failed call, however many attempts it took
                     raise
                 logger.info("model %s %s; trying again in %.1f s", self.model, _failure(cause), pause)
                 await asyncio.sleep(pause)
@@ -174,7 +178,6 @@ class ChatModel:
             await self._record(None, started, error=f"rejected the request: {short(exc.message, 200)}")
             raise  # the caller decides: fall back to json_object, or fail
         except openai.OpenAIError as exc:
-            self.circuit.failure()
             failure = _failure(exc)
             await self._record(None, started, error=failure)
             raise ModelError(f"model {self.model} {failure}") from exc
@@ -234,15 +237,20 @@ def _retryable(exc: openai.OpenAIError) -> bool:
 
 
 def _backoff(exc: openai.OpenAIError, attempt: int) -> float:
-    """Seconds to wait before attempt ``attempt + 2``: the server's ``Retry-After`` (seconds) when it sent a
-    sensible one, else 0.5 s doubled per attempt; at most ``MAX_BACKOFF_SECONDS``."""
+    """Seconds to wait before attempt ``attempt + 2``: what the server's ``Retry-After`` asks (seconds or an HTTP
+    date) when it is readable, else 0.5 s doubled per attempt; never below 0 nor above ``MAX_BACKOFF_SECONDS``."""
+    wait = 0.5 * 2**attempt
     response = getattr(exc, "response", None)
-    asked = response.headers.get("retry-after") if response is not None else None
-    try:
-        wait = float(asked) if asked is not None else 0.5 * 2**attempt
-    except ValueError:
+    asked: str | None = response.headers.get("retry-after") if response is not None else None
+    if asked:
+        try:
+            wait = float(str(asked))
+        except ValueError:
+            with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+                wait = (parsedate_to_datetime(asked) - datetime.now(UTC)).total_seconds()
+    if not math.isfinite(wait):
         wait = 0.5 * 2**attempt
-    return min(max(wait, 0.0), MAX_BACKOFF_SECONDS)
+    return float(min(max(wait, 0.0), MAX_BACKOFF_SECONDS))
 
 
 def _failure(exc: openai.OpenAIError) -> str:

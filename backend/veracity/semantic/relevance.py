@@ -178,9 +178,11 @@ def strength(question: str, candidates: list[Candidate], model: SemanticModel | 
     ``lexical`` without (what ``bridge`` borrows, and what the second hop reads names from)."""
     if not candidates:
         return []
-    x, names = features(question, candidates, model)
-    column = names.index("cos_sentence" if model is not None else "lexical")
-    return [float(v) for v in x[:, column]]
+    if model is None:
+        stems = set(index_stems(content_terms(question)))
+        return [lexical_share(stems, c.text, c.title) for c in candidates]
+    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
+    return [float(v) for v in vectors[1:] @ vectors[0]]  # cos_sentence, as ``features`` computes it
 
 
 def fitted() -> dict[str, Any]:

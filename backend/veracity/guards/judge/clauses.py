@@ -138,19 +138,25 @@ def proper_names(text: str, starts_sentence: bool) -> list[tuple[str, str]]:
     return [(word, key) for key, word in out.items()]
 
 
+CALENDAR_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+
 def slot_rival(text: str, word: str, other: str, taken: set[str]) -> str | None:
     """The capitalised word of ``other`` standing where ``word`` stands in ``text`` — after the same word ("twelve
     stores across Oregon" for "… across Washington") — that ``text`` does not hold (``taken``: its keys); None when
     there is none. A changed one-word name, told apart from an added one: only a name in the same slot is a rival."""
     tokens = [m.group() for m in FACT_TOKEN_RE.finditer(text)]
-    if word not in tokens[1:]:
-        return None
-    before = tokens[tokens.index(word, 1) - 1].lower()
+    befores = {tokens[i - 1].lower() for i in range(1, len(tokens)) if tokens[i] == word}
     others = [m.group() for m in FACT_TOKEN_RE.finditer(other)]
+    calendar = word.lower() in CALENDAR_WORDS
     for prev, cand in zip(others, others[1:], strict=False):
-        if prev.lower() == before and cand[0].isupper() and cand != word:
+        if prev.lower() in befores and cand[0].isupper() and cand != word:
             key, kind = normalise(cand)
-            if kind == CONTENT and key not in taken:
+            # A month or a weekday stands in for another one, not for a place or a person ("in March" / "in Portland").
+            if kind == CONTENT and key not in taken and (cand.lower() in CALENDAR_WORDS) == calendar:
                 return cand
     return None
 
