@@ -137,6 +137,36 @@ async def test_shipped_runs_every_node_once_and_ships_only_checked_claims(env: d
     assert [stage for stage, _, _ in ran.audit] == ["route", "draft", "checks", "decision", "gate", "shipped"]
 
 
+def test_the_offline_composers_confidence_reads_word_forms_as_the_index_does() -> None:
+    """ "cancel" is found in "Cancelling …": the question's words and the cited sentences
+    are compared as stems (unstemmed, this answer scored 0.60 and was handed to a person); a word the sentences
+    lack still counts against it."""
+    from veracity.compose.extractive import coverage_confidence
+    from veracity.domain import Claim, Evidence, SourceRef
+
+    quotes = {
+        "ev1": "Tallyo annual plans can receive a pro-rated refund if it is requested within 30 days of payment.",
+        "ev2": "Cancelling a Tallyo subscription does not issue a refund automatically.",
+    }
+    cited = [
+        Evidence(
+            id=eid,
+            quote=quote,
+            start=0,
+            end=len(quote),
+            content_hash="0" * 64,
+            source=SourceRef(doc_id=eid, title="KB-101 Refund policy"),
+            origin_subtask_id="s1",
+            score=1.0,
+        )
+        for eid, quote in quotes.items()
+    ]
+    claims = [Claim(text=q, evidence_ids=[eid]) for eid, q in quotes.items()]
+    question = "Can I get a refund on my annual plan if I cancel?"
+    assert coverage_confidence(question, claims, cited) == 0.8  # refund, annual, plan, cancel; not "get"
+    assert coverage_confidence("Does Tallyo integrate with SAP Business One?", claims, cited) == 0.2  # Tallyo only
+
+
 async def test_escalation_costs_no_search_and_no_model_call(env: dict[str, Any]) -> None:
     composer = CountingComposer()
     ran = await run(

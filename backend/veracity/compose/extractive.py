@@ -18,7 +18,7 @@ from veracity.guards.patterns import compiled
 from veracity.ports import ComposeRequest
 from veracity.semantic.select import Similarity, paragraphs, summary_picks
 from veracity.specs.models import Spec
-from veracity.text import content_terms, words
+from veracity.text import ANALYZER, content_terms
 
 SUMMARY_CLAIMS = 3
 
@@ -77,20 +77,21 @@ def disclaimer_for(spec: Spec, text: str) -> tuple[str | None, str | None]:
 
 
 def coverage_confidence(question: str, claims: list[Claim], evidence: list[Evidence]) -> float:
-    """Share of the question's content words found in the evidence the answer cites: the offline composer's
-    stated confidence (a knowledge base that barely mentions the question should not answer it).
+    """Share of the question's content words found in the evidence the answer cites, both read as the index reads
+    them (Porter stems: "cancel" is found in "Cancelling"): the offline composer's stated confidence (a knowledge
+    base that barely mentions the question should not answer it).
 
     The relevance model is not read here: on the curated support corpus it scores export sentences 0.31-0.41 for
     "Does Tallyo integrate with SAP Business One?" (which the corpus does not answer) and the true annual-plan
     refund sentence 0.31, so reading it would ship the first and still hand off the second."""
-    terms = set(content_terms(question))
+    terms = {ANALYZER.stem(t) for t in content_terms(question)}
     if not terms:
         return 0.0
     by_id = {ev.id: ev for ev in evidence}
     cited = " ".join(
         by_id[eid].quote + " " + by_id[eid].source.title for c in claims for eid in c.evidence_ids if eid in by_id
     )
-    found = set(words(cited))
+    found = {ANALYZER.stem(t) for t in content_terms(cited, limit=len(cited))}
     return round(len(terms & found) / len(terms), 3)
 
 
