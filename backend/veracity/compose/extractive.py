@@ -16,9 +16,10 @@ from veracity.domain import Claim, Draft, Evidence
 from veracity.guards.language import detect
 from veracity.guards.patterns import compiled
 from veracity.ports import ComposeRequest
+from veracity.semantic.relevance import lexical_share
 from veracity.semantic.select import Similarity, paragraphs, summary_picks
 from veracity.specs.models import Spec
-from veracity.text import ANALYZER, content_terms
+from veracity.text import content_terms, index_stems
 
 SUMMARY_CLAIMS = 3
 
@@ -84,15 +85,11 @@ def coverage_confidence(question: str, claims: list[Claim], evidence: list[Evide
     The relevance model is not read here: on the curated support corpus it scores export sentences 0.31-0.41 for
     "Does Tallyo integrate with SAP Business One?" (which the corpus does not answer) and the true annual-plan
     refund sentence 0.31, so reading it would ship the first and still hand off the second."""
-    terms = {ANALYZER.stem(t) for t in content_terms(question)}
-    if not terms:
-        return 0.0
     by_id = {ev.id: ev for ev in evidence}
     cited = " ".join(
         by_id[eid].quote + " " + by_id[eid].source.title for c in claims for eid in c.evidence_ids if eid in by_id
     )
-    found = {ANALYZER.stem(t) for t in content_terms(cited, limit=len(cited))}
-    return round(len(terms & found) / len(terms), 3)
+    return round(lexical_share(set(index_stems(content_terms(question))), cited, ""), 3)
 
 
 def render_sections(spec: Spec, picked: dict[str, list[Claim]], disclaimer: str | None) -> str:

@@ -24,44 +24,8 @@ HOP_K = 2
 _TOKEN = re.compile(r"[^\W\d_][\w'’.\-&]*|\S")
 _JOINERS = frozenset({"of", "the", "de", "del", "da", "van", "von", "der", "&"})
 _LEADING = frozenset(
-    {
-        "in",
-        "on",
-        "at",
-        "after",
-        "before",
-        "during",
-        "since",
-        "when",
-        "while",
-        "as",
-        "by",
-        "for",
-        "from",
-        "with",
-        "however",
-        "although",
-        "though",
-        "but",
-        "and",
-        "then",
-        "thus",
-        "later",
-        "today",
-        "also",
-        "this",
-        "that",
-        "these",
-        "those",
-        "his",
-        "her",
-        "its",
-        "their",
-        "our",
-        "my",
-        "a",
-        "an",
-    }
+    "in on at after before during since when while as by for from with however although though but and then thus "
+    "later today also this that these those his her its their our my a an".split()
 )
 """Capitalised words that open a sentence or clause without being part of a name ("After Shirley Temple retired",
 "In Paris"); "The" is kept ("The Harwick Bridge")."""

@@ -108,10 +108,10 @@ def namers(candidates: list[Candidate], strength: np.ndarray) -> dict[str, int]:
     return out
 
 
-def bridges(candidates: list[Candidate], strength: np.ndarray) -> np.ndarray:
-    """Per candidate, the ``strength`` of the best sentence of another passage that names its passage
-    (``namers``); 0 when none does."""
-    named = namers(candidates, strength)
+def bridges(candidates: list[Candidate], strength: np.ndarray, named: dict[str, int] | None = None) -> np.ndarray:
+    """Per candidate, the ``strength`` of the best sentence of another passage that names its passage (``named``,
+    from ``namers`` when not given); 0 when none does."""
+    named = namers(candidates, strength) if named is None else named
     return np.array(
         [max(float(strength[named[c.title]]), 0.0) if c.title in named else 0.0 for c in candidates],
         dtype=np.float64,
@@ -133,9 +133,8 @@ def features(
     question: str, candidates: list[Candidate], model: SemanticModel | None
 ) -> tuple[np.ndarray, tuple[str, ...]]:
     """The feature matrix (one row per candidate) and the names of its columns."""
-    stems = set(index_stems(content_terms(question)))
     numeric = bool(_NUMERIC_QUESTION.search(question))
-    lexical = np.array([lexical_share(stems, c.text, c.title) for c in candidates], dtype=np.float64)
+    lexical = _lexical(question, candidates)
     answer = np.array([1.0 if numeric and _NUMBER.search(c.text) else 0.0 for c in candidates])
     lead = np.array([1.0 / (1 + c.position) for c in candidates])
     rank = np.array([1.0 / (1 + c.rank) for c in candidates])
@@ -145,8 +144,7 @@ def features(
         return np.column_stack([lexical, answer, lead, rank, bridges(candidates, lexical)]), LEXICAL_FEATURES
     if not candidates:
         return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
-    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
-    q, rows = vectors[0], vectors[1:]
+    q, rows = _vectors(question, candidates, model)
     cos_sentence = (rows @ q).astype(np.float64)
     named = namers(candidates, cos_sentence)
     asked = {t: asked_of(question, candidates[j].text, title_name(t)) for t, j in named.items()}
@@ -168,9 +166,20 @@ def features(
             for i, c in enumerate(candidates)
         ]
     )
-    bridge = np.array([max(float(cos_sentence[named[c.title]]), 0.0) if c.title in named else 0.0 for c in candidates])
+    bridge = bridges(candidates, cos_sentence, named)
     columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank, bridge, cos_bridged]
     return np.column_stack(columns), SEMANTIC_FEATURES
+
+
+def _lexical(question: str, candidates: list[Candidate]) -> np.ndarray:
+    stems = set(index_stems(content_terms(question)))
+    return np.array([lexical_share(stems, c.text, c.title) for c in candidates], dtype=np.float64)
+
+
+def _vectors(question: str, candidates: list[Candidate], model: SemanticModel) -> tuple[np.ndarray, np.ndarray]:
+    """The question's vector and each candidate's, read with its title."""
+    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
+    return vectors[0], vectors[1:]
 
 
 def strength(question: str, candidates: list[Candidate], model: SemanticModel | None) -> list[float]:
@@ -179,10 +188,9 @@ def strength(question: str, candidates: list[Candidate], model: SemanticModel | 
     if not candidates:
         return []
     if model is None:
-        stems = set(index_stems(content_terms(question)))
-        return [lexical_share(stems, c.text, c.title) for c in candidates]
-    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
-    return [float(v) for v in vectors[1:] @ vectors[0]]  # cos_sentence, as ``features`` computes it
+        return [float(v) for v in _lexical(question, candidates)]
+    q, rows = _vectors(question, candidates, model)
+    return [float(v) for v in rows @ q]
 
 
 def fitted() -> dict[str, Any]:

@@ -219,8 +219,7 @@ def _judge_clause(
         if df.get(key, 0):
             continue
         context = _context(covers, words - {key}, weight)
-        other = None if context is None else slot_rival(clause.text, word, sentences[context].text, terms)
-        if context is not None and other is not None:
+        if context is not None and (other := slot_rival(clause.text, word, sentences[context].text, terms)):
             result.reason = f"the matching source sentence names {other} where the claim says {word}"
             return _contradicted(result, context, "name")
 
