@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 from httpx import ASGITransport, AsyncClient
 from playwright.async_api import Browser
 
@@ -128,8 +129,22 @@ def small_db_url(db_url: str) -> str:
 
 @pytest.fixture(scope="session")
 def wiki_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file with the default Wikipedia corpus, built once per session."""
-    path = tmp_path_factory.mktemp("wiki") / "wiki.db"
+    """A migrated SQLite file with the default Wikipedia corpus, built once per test session: with ``make test``'s
+    parallel workers, the first one builds it under a file lock and the others copy from it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by every worker of this session
+    path = root / "wiki-template" / "wiki.db"
+    path.parent.mkdir(exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if not path.exists():
+            building = path.with_suffix(".building")
+            _build_wiki_db(building)
+            building.rename(path)  # whole or absent: a worker never copies a half-built file
+    return path
+
+
+def _build_wiki_db(path: Path) -> None:
     url = sqlite_url(path)
     upgrade(url)
 
@@ -144,7 +159,6 @@ def wiki_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         await engine.dispose()
 
     asyncio.run(load())
-    return path
 
 
 @pytest.fixture

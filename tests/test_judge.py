@@ -65,11 +65,15 @@ async def test_a_paraphrase_with_the_same_facts_is_not_unsupported(claim: str) -
     assert [span_text(s, [POLICY]) for s in verdict.evidence] == [REFUND]
 
 
-async def test_the_money_back_paraphrase_is_supported_by_meaning_not_words() -> None:
-    # Only "14 days" is shared word for word: the lexical reading alone finds a third of the words.
+async def test_the_money_back_paraphrase_is_held_by_meaning_not_words() -> None:
+    # Only "14 days" is shared word for word: the lexical reading alone finds too few words and calls it
+    # unsupported; read with the model, the paraphrase is supported or partly so (the issue's words), never
+    # unsupported, and the reason says the meaning carried it.
     claim = "You can get your money back within two weeks of buying."
-    assert (await judge.judge(claim, [POLICY])).label == "supported"
-    assert "similar in meaning" in (await judge.judge(claim, [POLICY])).reason
+    assert (await lexical_only.judge(claim, [POLICY])).label == "unsupported"
+    verdict = await judge.judge(claim, [POLICY])
+    assert verdict.label in ("supported", "partial"), verdict.reason
+    assert "similar in meaning" in verdict.reason
 
 
 def test_numbers_are_compared_by_value() -> None:
@@ -145,6 +149,31 @@ async def test_a_changed_one_word_name_or_unitless_number_is_unsupported_whateve
     price = await mode.judge("Orders above $25 are delivered free of charge.", [STORES])
     assert price.label == "unsupported"
     assert "40" in price.reason and "25" in price.reason
+
+
+def test_a_clock_time_or_a_bare_number_is_no_rival_of_a_count_but_a_time_rivals_a_time() -> None:
+    # Fresh text, in no training file. A time is one token, not the counts 4 and 35; a bare number ("of 25 or
+    # more") may be another fact of the sentence, not a changed "18 votes".
+    quake = [Source("q", "A storm hit the Brenna coast early on Friday, flooding 35 homes, officials said.")]
+    time = LexicalJudge().analyse("The storm hit the Brenna coast at 4:35 a.m. on Friday.", quake)
+    assert not any(r.contradiction for r in time.results), [r.reason for r in time.results]
+    vote = [Source("v", "Larch Town approved a rule for large housing schemes by 18 votes.")]
+    bare = LexicalJudge().analyse("Larch Town approved a rule for housing schemes of 25 or more.", vote)
+    assert not any(r.contradiction for r in bare.results), [r.reason for r in bare.results]
+    assert any("25" in gap for r in bare.results for gap in r.gaps)  # unstated, so never supported
+    clock = [Source("c", "The Brenna ferry leaves the harbour at 7:45 every morning.")]
+    moved = LexicalJudge().analyse("The Brenna ferry leaves the harbour at 8:15 every morning.", clock)
+    assert [r.contradiction for r in moved.results] == ["number"]
+    assert "7:45" in moved.results[0].reason and "8:15" in moved.results[0].reason
+
+
+def test_a_negation_moved_by_a_paraphrase_is_left_to_the_model_but_a_flipped_copy_is_a_contradiction() -> None:
+    source = [Source("s", "Ticket sales at the Brenna theatre were flat this spring, the manager said.")]
+    paraphrase = LexicalJudge().analyse("Ticket sales at the Brenna theatre did not grow this spring.", source)
+    assert not any(r.contradiction for r in paraphrase.results), [r.reason for r in paraphrase.results]
+    closed = [Source("m", "The Brenna theatre does not sell tickets at the door.")]
+    flipped = LexicalJudge().analyse("The Brenna theatre sells tickets at the door.", closed)
+    assert [r.contradiction for r in flipped.results] == ["negation_dropped"]
 
 
 async def test_a_month_is_the_rival_of_a_month_not_of_a_place() -> None:

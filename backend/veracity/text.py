@@ -29,10 +29,11 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in WORD_RE.findall(text)]
 
 
-# The checker's reading (the grounding judge's): a number stays whole ("1.2", "21st"), "%" is a token, and a word
-# with digits after letters is a name, not a number ("CO2", "A321neo", "KT200").
+# The checker's reading (the grounding judge's): a number stays whole ("1.2", "21st"), a clock time is one token
+# ("4:12", not the counts 4 and 12), "%" is a token, and a word with digits after letters is a name, not a number
+# ("CO2", "A321neo", "KT200").
 FACT_TOKEN_RE = re.compile(
-    r"[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
+    r"(?<!\d)\d{1,2}:\d{2}(?!\d)|[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
 )
 _THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 

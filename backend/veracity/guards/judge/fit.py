@@ -7,15 +7,15 @@ Training material, and nothing else: ``training/judge``, read into clause rows b
 Split: a passage or article is in the **test** split when ``int(sha256(id), 16) % 5 == 0`` (``material.split_of``) and
 is never read while fitting; the rest is the **fit** split. On the fit split, 5-fold cross-validation with each
 passage or article kept whole inside one fold gives out-of-fold clause probabilities, and claim labels from them
-(``learned.claim_label``). The lower cut-off (unsupported) is the one with the best balanced accuracy over
-multi-sentence inputs — what ``veracity verify`` labels by their worst claim, and what hallucination is measured
-on: the articles' summaries, and per passage its first four supported claims (faithful) and, for each of its
-unsupported claims, the first three supported ones with it (hallucinated). A cut-off chosen on single claims
-would flag too many true sentences, and a summary of four has four chances to be flagged. The upper cut-off is
-then the one with the best 3-way macro-F1 over the claims. The model is then fitted on the whole fit split and
-measured once on the test split. Summary figures: a summary is hallucinated when any sentence is not
-``supported`` (gold) and caught when any sentence is judged ``unsupported`` (the rule ``veracity verify`` applies
-to a multi-sentence input).
+(``learned.claim_label``). The two cut-offs (below the lower a clause is unsupported, at or above the upper
+supported) are the pair with the best balanced accuracy over multi-sentence inputs — what ``veracity verify``
+labels by their worst claim, and what hallucination is measured on: the articles' summaries, and per passage its
+first four supported claims (faithful) and, for each of its unsupported claims, the first three supported ones
+with it (hallucinated). A cut-off chosen on single claims would flag too many true sentences, and a summary of
+four has four chances to be flagged. Ties go to the pair with the best 3-way macro-F1 over the claims. The model
+is then fitted on the whole fit split and measured once on the test split. Summary figures: a summary is
+hallucinated when any sentence is not ``supported`` (gold) and caught when any sentence is judged ``unsupported``
+(the rule ``veracity verify`` applies to a multi-sentence input).
 """
 
 from __future__ import annotations
@@ -195,8 +195,20 @@ def fit_mode(examples: list[Example], rows: Rows, names: tuple[str, ...]) -> dic
         p[clause_fold == k] = predict(fit_rows.x[clause_fold == k], *_fit(train, names))
     gf, n = gold[fit_ids], len(fit_ids)
     multi = inputs([examples[i] for i in fit_ids])
-    ba, t_u = max((input_balanced_accuracy(multi, claim_labels(fit_rows, p, t, t, n)[0]), float(t)) for t in GRID)
-    _, t_s = max((macro_f1(gf, claim_labels(fit_rows, p, t_u, t, n)[0]), float(t)) for t in GRID if t >= t_u)
+    # Both cut-offs together (a clause between them is partial, and a claim with one unsupported clause and no
+    # supported one is unsupported, so the upper cut-off moves what is caught too): the best balanced accuracy over
+    # the multi-sentence inputs, ties broken by 3-way macro-F1 over the claims.
+    ba, _, t_u, t_s = max(
+        (
+            input_balanced_accuracy(multi, labels := claim_labels(fit_rows, p, float(lo), float(hi), n)[0]),
+            round(macro_f1(gf, labels), 3),
+            float(lo),
+            float(hi),
+        )
+        for lo in GRID
+        for hi in GRID
+        if hi >= lo
+    )
     params = _fit(fit_rows, names)
     oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n)
     test_rows, test_ids = _subset(rows, ~in_fit)
@@ -233,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         "fitted": datetime.now(UTC).date().isoformat(),
         "split": "test = int(sha256(passage or article id), 16) % 5 == 0 (veracity.guards.judge.material.split_of), "
         "never read when fitting; folds = (sha256 // 5) % 5 over the fit split, each passage or article whole",
-        "selection": "over out-of-fold clause probabilities: the unsupported cut-off with the best balanced accuracy "
-        "over multi-sentence inputs (worst claim), then the supported cut-off with the best 3-way macro-F1 over claims",
+        "selection": "over out-of-fold clause probabilities: the pair of cut-offs (unsupported below, supported at or "
+        "above) with the best balanced accuracy over multi-sentence inputs (worst claim), ties by 3-way macro-F1 "
+        "over claims",
         "sources": [
             {
                 "name": "Veracity's judge material: passages and news-style articles with labelled claims and "

@@ -101,13 +101,17 @@ def snippet(text: str, limit: int = 60) -> str:
 
 
 def _rivals(number: Number, other: Number, claimed: set[str]) -> bool:
-    """A number the claim never mentions, of the same kind: another year, or another count of the same unit (a
-    number with no unit word after it — "$50", "12 and 16" — may stand for any other count)."""
+    """A number the claim never mentions, of the same kind: another year, another clock time, or another count of
+    the same unit — the same unit word after it, or none after either ("$75" / "$50", "12 and 16" / "12 and 14").
+    A bare number is no rival of a count of something ("developments of 20" / "34 votes"): the claim may be stating
+    another fact of the same sentence."""
     if other.value in claimed:
         return False
     if number.year or other.year:
         return number.year and other.year
-    return number.unit == other.unit or not number.unit
+    if number.time or other.time:
+        return number.time and other.time
+    return number.unit == other.unit
 
 
 class LexicalJudge:
@@ -190,7 +194,9 @@ def _judge_clause(
                 return _contradicted(result, context, "number")
         targets = {k for k in sentence.keys if matches.get(k, set()) & terms}
         claim_neg = negated(clause.tokens, terms)
-        if claim_neg != negated(matching_part(sentence, targets), targets):
+        # A flipped negation is a contradiction only in a clause the sentence otherwise states word for word: a
+        # paraphrase moves negations about ("were flat" / "did not grow", "had not joined" / "remains outside").
+        if words <= covers[context] and claim_neg != negated(matching_part(sentence, targets), targets):
             if claim_neg:
                 result.reason = "the claim is negated but the matching source sentence is not"
                 return _contradicted(result, context, "negation_added")

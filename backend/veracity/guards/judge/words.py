@@ -23,6 +23,7 @@ Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" 
 NEGATION_WINDOW = 3
 
 NUMERIC_RE = re.compile(r"\d+(?:\.\d+)?$")
+TIME_RE = re.compile(r"\d{1,2}:\d{2}$")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)$")
 _NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
 _NUMBER_WORDS = {
@@ -75,6 +76,9 @@ def normalise(raw: str) -> Token:
         word = ordinal.group(1)
     if NUMERIC_RE.match(word):
         return _value(Decimal(word)), NUMBER
+    if TIME_RE.match(word):  # a clock time, kept as written: "4:12" is no count of 4 or 12
+        hour, minute = word.split(":")
+        return f"{int(hour)}:{minute}", NUMBER
     if word in _NUMBER_WORDS:
         return _NUMBER_WORDS[word], NUMBER
     if word.endswith("'s"):
@@ -100,7 +104,13 @@ def tokenize(text: str) -> tuple[list[Token], list[str]]:
     while i < len(tokens):
         key, kind = tokens[i]
         nxt = raws[i + 1].lower() if i + 1 < len(raws) else ""
-        value = Decimal(key) if kind == NUMBER else (Decimal(1) if raws[i].lower() in _ONE else None)
+        value = (
+            None
+            if kind == NUMBER and ":" in key
+            else Decimal(key)
+            if kind == NUMBER
+            else (Decimal(1) if raws[i].lower() in _ONE else None)
+        )
         if value is not None and (nxt in _MULTIPLIERS or nxt == "dozen") and (kind == NUMBER or nxt == "dozen"):
             value *= _MULTIPLIERS.get(nxt, _DOZEN)
             out.append((_value(value), NUMBER))
@@ -133,6 +143,11 @@ class Number:
     raw: str
     year: bool
     unit: str  # key of the word right after the number ("day" in "14 days"), "" when none
+
+    @property
+    def time(self) -> bool:
+        """A clock time ("4:12")."""
+        return ":" in self.value
 
 
 def numbers(tokens: list[Token], raws: list[str] | None = None) -> list[Number]:
