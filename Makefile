@@ -64,8 +64,14 @@ chromium: ## Install Debian's chromium (browser tests) and DejaVu fonts (PDF exp
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; }
 
+# Two test processes (pytest-xdist, a file's tests kept together); the Schemathesis fuzz runs beside them in a process
+# of its own, since under xdist it does not collect one test per operation. Both must pass.
+FUZZ_TESTS := tests/test_schema_fuzz.py
 test: $(TEST_STAMP) chromium lint ## Install what the tests need, lint and type-check, run them all, then the frozen eval cases
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	@$(BIN)/python -m pytest -q -p no:cacheprovider -p no:xdist $(FUZZ_TESTS) > $(VENV)/fuzz.log 2>&1 & fuzz=$$!; \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --ignore=$(FUZZ_TESTS); main=$$?; \
+	  wait $$fuzz; fuzzed=$$?; echo "== $(FUZZ_TESTS) (run beside the others) =="; tail -n 15 $(VENV)/fuzz.log; \
+	  [ $$main -eq 0 ] && [ $$fuzzed -eq 0 ]
 	$(BIN)/veracity eval
 
 eval: install ## The templates' frozen eval cases, end to end (non-zero exit on regression)

@@ -130,7 +130,7 @@ def small_db_url(db_url: str) -> str:
 @pytest.fixture(scope="session")
 def wiki_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file with the default Wikipedia corpus, built once per test session: with ``make test``'s
-    parallel workers, the first one builds it under a file lock and the others copy from it."""
+    two workers (pytest-xdist), the first one builds it under a file lock and the others copy from it."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # shared by every worker of this session
@@ -139,6 +139,7 @@ def wiki_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with FileLock(str(path) + ".lock"):
         if not path.exists():
             building = path.with_suffix(".building")
+            building.unlink(missing_ok=True)  # a worker that failed half-way leaves no base to build on
             _build_wiki_db(building)
             building.rename(path)  # whole or absent: a worker never copies a half-built file
     return path

@@ -33,7 +33,7 @@ def words(text: str) -> list[str]:
 # ("4:12", not the counts 4 and 12), "%" is a token, and a word with digits after letters is a name, not a number
 # ("CO2", "A321neo", "KT200").
 FACT_TOKEN_RE = re.compile(
-    r"(?<!\d)\d{1,2}:\d{2}(?!\d)|[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
+    r"(?<!\d)(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])|[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
 )
 _THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 

@@ -23,7 +23,7 @@ Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" 
 NEGATION_WINDOW = 3
 
 NUMERIC_RE = re.compile(r"\d+(?:\.\d+)?$")
-TIME_RE = re.compile(r"\d{1,2}:\d{2}$")
+TIME_RE = re.compile(r"(?:[01]?\d|2[0-3]):[0-5]\d$")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)$")
 _NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
 _NUMBER_WORDS = {
