@@ -70,7 +70,8 @@ FUZZ_TESTS := tests/test_schema_fuzz.py
 test: $(TEST_STAMP) chromium lint ## Install what the tests need, lint and type-check, run them all, then the frozen eval cases
 	@$(BIN)/python -m pytest -q -p no:cacheprovider -p no:xdist $(FUZZ_TESTS) > $(VENV)/fuzz.log 2>&1 & fuzz=$$!; \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --ignore=$(FUZZ_TESTS); main=$$?; \
-	  wait $$fuzz; fuzzed=$$?; echo "== $(FUZZ_TESTS) (run beside the others) =="; tail -n 15 $(VENV)/fuzz.log; \
+	  wait $$fuzz; fuzzed=$$?; echo "== $(FUZZ_TESTS) (run beside the others) =="; \
+	  if [ $$fuzzed -eq 0 ]; then tail -n 3 $(VENV)/fuzz.log; else cat $(VENV)/fuzz.log; fi; \
 	  [ $$main -eq 0 ] && [ $$fuzzed -eq 0 ]
 	$(BIN)/veracity eval
 

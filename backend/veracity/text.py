@@ -32,8 +32,11 @@ def words(text: str) -> list[str]:
 # The checker's reading (the grounding judge's): a number stays whole ("1.2", "21st"), a clock time is one token
 # ("4:12", not the counts 4 and 12), "%" is a token, and a word with digits after letters is a name, not a number
 # ("CO2", "A321neo", "KT200").
+CLOCK_TIME = r"(?:[01]?\d|2[0-3]):[0-5]\d"
+"""A clock time as written, hour:minute ("4:12", "16:30"); a pattern, shared with the judge's number reader."""
 FACT_TOKEN_RE = re.compile(
-    r"(?<!\d)(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])|[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
+    rf"(?<!\d){CLOCK_TIME}(?![\d:])|"
+    r"[^\W\d_]+\d[^\W_]*|\d+(?:\.\d+)?(?:st|nd|rd|th)?(?![^\W_])|\d+(?:\.\d+)?|[^\W\d_]+(?:['’][^\W\d_]+)*|%"
 )
 _THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from veracity.guards.judge.clauses import MIN_CLAUSE_TERMS, Clause, clauses, entities, slot_rival
 from veracity.guards.judge.sources import SourceSentence, matching_part, source_sentences, term_matches
-from veracity.guards.judge.words import NUMERIC_RE, TIME_RE, Number, negated
+from veracity.guards.judge.words import Number, negated
 from veracity.ports import Judgement, Label, Source
 
 # Coverage is the share of a clause's content words found in its covering sentences, cut into thirds. Faithful
@@ -180,7 +180,7 @@ def _judge_clause(
 
     # Only a sentence that would support the clause's other words states the same fact, so only there is a
     # different number, a different name or a flipped negation a contradiction rather than another fact.
-    words = {t for t in terms if not NUMERIC_RE.match(t) and not TIME_RE.match(t)}
+    words = terms - {number.value for number in clause.numbers}
     context = _context(covers, words, weight)
     if context is not None:
         sentence = sentences[context]

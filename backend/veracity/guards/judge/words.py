@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
-from veracity.text import ANALYZER, STOPWORDS, fact_tokens
+from veracity.text import ANALYZER, CLOCK_TIME, STOPWORDS, fact_tokens
 
 CONTENT, NUMBER, NEGATION, STOP = 0, 1, 2, 3
 Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" for negation and stop words
@@ -23,7 +23,7 @@ Token = tuple[str, int]  # (key, kind): a stemmed word, a number's value, or "" 
 NEGATION_WINDOW = 3
 
 NUMERIC_RE = re.compile(r"\d+(?:\.\d+)?$")
-TIME_RE = re.compile(r"(?:[01]?\d|2[0-3]):[0-5]\d$")
+TIME_RE = re.compile(rf"{CLOCK_TIME}$")
 _ORDINAL_RE = re.compile(r"(\d+)(?:st|nd|rd|th)$")
 _NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot".split())
 _NUMBER_WORDS = {
@@ -104,13 +104,10 @@ def tokenize(text: str) -> tuple[list[Token], list[str]]:
     while i < len(tokens):
         key, kind = tokens[i]
         nxt = raws[i + 1].lower() if i + 1 < len(raws) else ""
-        value = (
-            None
-            if kind == NUMBER and ":" in key
-            else Decimal(key)
-            if kind == NUMBER
-            else (Decimal(1) if raws[i].lower() in _ONE else None)
-        )
+        if kind == NUMBER:
+            value = None if ":" in key else Decimal(key)  # a clock time is multiplied by nothing
+        else:
+            value = Decimal(1) if raws[i].lower() in _ONE else None
         if value is not None and (nxt in _MULTIPLIERS or nxt == "dozen") and (kind == NUMBER or nxt == "dozen"):
             value *= _MULTIPLIERS.get(nxt, _DOZEN)
             out.append((_value(value), NUMBER))
