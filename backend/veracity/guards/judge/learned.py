@@ -3,7 +3,9 @@ model fitted on written-for-the-purpose material (``python -m veracity.guards.ju
 shipped as ``guards/data/judge.json`` with its split, sources and cross-validated figures.
 
 A clause (``veracity.guards.judge.clauses``) contradicted by the source sentence stating the same fact — another
-number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge. A clause holding
+number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge. So is a clause
+the contradiction reader (``semantic.nli``, a cross-encoder that reads the clause and its closest source sentence
+together: "fell" for "rose", swapped roles) reads as contradicted at or above the fit's logit. A clause holding
 a number or a name that no source sentence holds (``signals.unstated``) is never supported: partly supported when
 the model would call the rest of it stated ("sells gear in twelve stores" is, "across Washington" is not),
 unsupported otherwise. Every other clause gets the probability that the sources state it: above the upper cut-off it
@@ -26,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from veracity.guards.judge.lexical import Analysis, LexicalJudge, pct, scarce, snippet
-from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, Signals, signals, unstated
+from veracity.guards.judge.signals import LEXICAL_FEATURES, NOT_READ, SEMANTIC_FEATURES, Signals, signals, unstated
 from veracity.ports import Judgement, Label, Source, Span
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import Semantics, process_semantics
+from veracity.semantic.nli import Contradiction, process_contradiction
 from veracity.settings import get_settings
 
 
@@ -39,15 +42,29 @@ def fitted() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """The contradiction reader's cut-offs: its logit, and the share of the clause its closest sentence holds."""
+
+    above: float
+    share: float
+
+
+@dataclass(frozen=True)
 class Cutoffs:
-    """A clause is supported at ``supported`` or above, unsupported below ``unsupported``."""
+    """A clause is supported at ``supported`` or above, unsupported below ``unsupported``; contradicted when the
+    contradiction reader's logit reaches ``contradiction`` (None: the fit did not use the reader) and its closest
+    sentence holds at least ``share`` of its content words."""
 
     model: LogisticModel
     unsupported: float
+    contradiction: Reading | None = None
 
     @classmethod
     def from_fit(cls, fit: dict[str, Any]) -> Cutoffs:
-        return cls(LogisticModel.from_dict(fit["stated"]), float(fit["stated"]["unsupported_below"]))
+        stated = fit["stated"]
+        above = stated.get("contradiction_above")
+        reading = None if above is None else Reading(float(above), float(stated["contradiction_share"]))
+        return cls(LogisticModel.from_dict(stated), float(stated["unsupported_below"]), reading)
 
     def clause_labels(self, p: np.ndarray, contradicted: list[bool], unstated: list[bool]) -> list[Label]:
         return clause_labels(p, self.unsupported, self.model.threshold, contradicted, unstated)
@@ -82,13 +99,24 @@ def claim_label(clause_labels: list[Label], contradicted: list[bool]) -> Label:
 class LearnedJudge:
     """Offline and deterministic: the lexical checks plus, when the process has it, semantic similarity."""
 
-    def __init__(self, semantics: Semantics) -> None:
+    def __init__(self, semantics: Semantics, contradiction: Contradiction | None = None) -> None:
         self.model = semantics.model
         self.name = semantics.mode  # "semantic" or "lexical", recorded in the audit trail
-        self.note = "" if semantics.model is not None else f" (lexical only: {semantics.reason})"
         self.cutoffs = Cutoffs.from_fit(fitted()[semantics.mode])
         self.features = SEMANTIC_FEATURES if semantics.model is not None else LEXICAL_FEATURES
         self.lexical = LexicalJudge()
+        # The reader needs the sentence model (it reads a clause against its closest sentence in meaning) and a fit
+        # that chose its cut-off.
+        self.reader = None
+        if semantics.model is None:
+            self.note = f" (lexical only: {semantics.reason})"
+        elif self.cutoffs.contradiction is None:
+            self.note = ""
+        elif contradiction is None or contradiction.model is None:
+            reason = contradiction.reason if contradiction is not None else "not loaded"
+            self.note = f" (no contradiction reader: {reason})"
+        else:
+            self.note, self.reader = "", contradiction.model
 
     async def judge(self, claim: str, sources: list[Source]) -> Judgement:
         # Off the event loop: embedding a claim and its sources is CPU work.
@@ -98,9 +126,11 @@ class LearnedJudge:
         analysis = self.lexical.analyse(claim, sources)
         if not analysis.results:  # no content words, or no source text: nothing to weigh
             return analysis.judgement
-        clauses = signals(analysis, self.model)
+        clauses = signals(analysis, self.model, self.reader)
         p = self.cutoffs.model.probability(np.vstack([c.row(self.features) for c in clauses]))
-        contradicted = [bool(r.contradiction) for r in analysis.results]
+        contradicted = [
+            bool(r.contradiction) or self._read_contrary(c) for r, c in zip(analysis.results, clauses, strict=True)
+        ]
         extra = [unstated(c.values) for c in clauses]
         labels = self.cutoffs.clause_labels(p, contradicted, extra)
         p = np.where(np.array(contradicted) | np.array(extra), 0.0, p)  # not stated, whatever the model says
@@ -109,16 +139,32 @@ class LearnedJudge:
         return Judgement(
             label,
             round(float(p @ weights / weights.sum()), 4),
-            _evidence(analysis, clauses, labels, label),
-            _reason(analysis, clauses, labels, label) + self.note,
+            _evidence(analysis, clauses, labels, label, self.cutoffs.contradiction),
+            _reason(analysis, clauses, labels, label, self.cutoffs.contradiction) + self.note,
         )
 
+    def _read_contrary(self, found: Signals) -> bool:
+        return _contrary(found, self.cutoffs.contradiction)
 
-def _evidence(analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label) -> list[Span]:
+
+def _contrary(found: Signals, reading: Reading | None) -> bool:
+    """The contradiction reader read the clause's closest source sentence, which speaks of the same thing (holds
+    the fit's share of its words), as contradicting it."""
+    return (
+        reading is not None
+        and found.values.get("contradiction", NOT_READ) >= reading.above
+        and found.values.get("closest_share", 0.0) >= reading.share
+    )
+
+
+def _evidence(
+    analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label, reading: Reading | None
+) -> list[Span]:
     """For an unsupported claim, only the sentences that contradict it. Otherwise the sentences covering its
     clauses that are not unsupported: those its words found or, when they found none, the closest in meaning."""
     if label == "unsupported":
         contexts = {r.context for r in analysis.results if r.contradiction and r.context is not None}
+        contexts |= {c.closest for c in clauses if _contrary(c, reading) and c.closest is not None}
         return [analysis.sentences[i].span for i in sorted(contexts)]
     cited: set[int] = set()
     for result, found, clause_label in zip(analysis.results, clauses, labels, strict=True):
@@ -128,26 +174,38 @@ def _evidence(analysis: Analysis, clauses: list[Signals], labels: list[Label], l
     return [analysis.sentences[i].span for i in sorted(cited)]
 
 
-def _reason(analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label) -> str:
+def _reason(
+    analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label, reading: Reading | None
+) -> str:
     """One sentence: the decisive finding (for a claim of several clauses, about its first clause that is not
     supported), and how close in meaning the nearest source sentence is."""
     if label == "supported":
         covered = sum(r.weight * r.coverage for r in analysis.results) / sum(r.weight for r in analysis.results)
         meaning = _meaning(clauses[0].values, "cos_clause") if len(clauses) == 1 else ""
         return f"{pct(covered)} of the claim's content words are covered{meaning}"
-    hard = [k for k, r in enumerate(analysis.results) if r.contradiction and labels[k] == "unsupported"]
+    hard = [
+        k
+        for k, r in enumerate(analysis.results)
+        if (r.contradiction or _contrary(clauses[k], reading)) and labels[k] == "unsupported"
+    ]
     k = hard[0] if hard else next(i for i, lab in enumerate(labels) if lab != "supported")
-    reason = _clause_reason(analysis, k, clauses[k], labels[k])
+    reason = _clause_reason(analysis, k, clauses[k], labels[k], reading)
     if len(labels) == 1:
         return reason.replace("its content words", "the claim's content words")
     ok = labels.count("supported")
     return f"{ok} of {len(labels)} parts supported; “{snippet(analysis.clauses[k].text)}”: {reason}"
 
 
-def _clause_reason(analysis: Analysis, k: int, found: Signals, label: Label) -> str:
+def _clause_reason(analysis: Analysis, k: int, found: Signals, label: Label, reading: Reading | None) -> str:
     result, clause = analysis.results[k], analysis.clauses[k]
     if result.contradiction:
         return result.reason
+    if reading is not None and _contrary(found, reading) and found.closest is not None:
+        sentence = analysis.sentences[found.closest].text
+        return (
+            f"the closest source sentence, “{snippet(sentence, 80)}”, contradicts it (contradiction reader: "
+            f"{found.values['contradiction']:.1f} ≥ {reading.above})"
+        )
     names = [word for word, key in clause.names if key not in analysis.found]
     if result.gaps:
         detail = result.gaps[0]
@@ -165,8 +223,12 @@ def _meaning(values: dict[str, float], key: str) -> str:
     return f"; the closest source sentence is {values[key]:.2f} similar in meaning" if key in values else ""
 
 
-def make_judge(semantics: Semantics | None = None) -> LearnedJudge:
-    """The offline judge for ``semantics`` (default: the process's semantic model, as the settings allow)."""
+def make_judge(semantics: Semantics | None = None, contradiction: Contradiction | None = None) -> LearnedJudge:
+    """The offline judge for ``semantics`` and the contradiction reader (default: the process's, as the settings
+    allow)."""
+    settings = get_settings().semantic
     if semantics is None:
-        semantics = process_semantics(get_settings().semantic.enabled)
-    return LearnedJudge(semantics)
+        semantics = process_semantics(settings.enabled)
+    if contradiction is None and semantics.model is not None:
+        contradiction = process_contradiction(settings.contradiction)
+    return LearnedJudge(semantics, contradiction)

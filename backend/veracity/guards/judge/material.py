@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from veracity.guards.judge.lexical import LexicalJudge
-from veracity.guards.judge.signals import LEXICAL_FEATURES, SEMANTIC_FEATURES, signals, unstated
+from veracity.guards.judge.signals import LEXICAL_FEATURES, NOT_READ, SEMANTIC_FEATURES, signals, unstated
 from veracity.ports import Label, Source
 from veracity.semantic.model import SemanticModel
+from veracity.semantic.nli import ContradictionModel
 
 INVENTED = "added"
 """The kind of an invented claim: a fact on the passage's topic that it never states."""
@@ -68,23 +69,27 @@ class Rows:
 
     x: np.ndarray
     owner: np.ndarray  # example index per clause
-    contradicted: np.ndarray  # per clause
+    contradicted: np.ndarray  # per clause, by the lexical rules
+    reader: np.ndarray  # per clause: the contradiction reader's logit (NOT_READ without it)
+    share: np.ndarray  # per clause: the share of its content words its closest sentence holds (0 without the reader)
     unstated: np.ndarray  # per clause: holds a number or a name no source sentence holds
     weight: np.ndarray  # per clause: its content words
     target: np.ndarray  # per clause: 1 stated, 0 not, -1 not labelled (left out of the fit)
 
 
-def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
+def clause_rows(examples: list[Example], model: SemanticModel | None, reader: ContradictionModel | None = None) -> Rows:
     judge = LexicalJudge()
     names = SEMANTIC_FEATURES if model is not None else LEXICAL_FEATURES
-    x, owner, contradicted, extra, weight, target = [], [], [], [], [], []
+    x, owner, contradicted, read, share, extra, weight, target = [], [], [], [], [], [], [], []
     for n, e in enumerate(examples):
         analysis = judge.analyse(e.claim, [Source(e.group, e.source)])
         single = len(analysis.results) == 1
-        for found, result in zip(signals(analysis, model), analysis.results, strict=True):
+        for found, result in zip(signals(analysis, model, reader), analysis.results, strict=True):
             x.append(found.row(names))
             owner.append(n)
             contradicted.append(bool(result.contradiction))
+            read.append(found.values.get("contradiction", NOT_READ))
+            share.append(found.values.get("closest_share", 0.0))
             extra.append(unstated(found.values))
             weight.append(result.weight)
             if result.contradiction or extra[-1]:
@@ -96,5 +101,12 @@ def clause_rows(examples: list[Example], model: SemanticModel | None) -> Rows:
             else:
                 target.append(-1)
     return Rows(
-        np.vstack(x), np.array(owner), np.array(contradicted), np.array(extra), np.array(weight), np.array(target)
+        np.vstack(x),
+        np.array(owner),
+        np.array(contradicted),
+        np.array(read),
+        np.array(share),
+        np.array(extra),
+        np.array(weight),
+        np.array(target),
     )

@@ -17,6 +17,12 @@ Semantic, from the process's sentence model (``SemanticModel.encode``), when the
 
 Each clause is compared with at most ``SEMANTIC_SENTENCES`` source sentences, those sharing the most of its words
 (then the earliest): a long article costs a bounded number of embeddings per claim.
+
+Read, not weighed: ``contradiction``, the contradiction reader's logit (``semantic.nli``) for the clause against that
+closest source sentence, when the process has the reader (a clause the sentence holds word for word is not read:
+``NOT_READ``), and ``closest_share``, the share of the clause's content words that sentence holds. The judge's fit
+chooses the logit from which it is a contradiction, a rule like a changed number, and the share the sentence must
+hold for it to count (a contradiction is of a sentence that speaks of the same thing).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 
 from veracity.guards.judge.lexical import Analysis
 from veracity.semantic.model import SemanticModel
+from veracity.semantic.nli import ContradictionModel
 
 LEXICAL_FEATURES = (
     "coverage",
@@ -43,6 +50,8 @@ SIGNS = {"coverage": 1, "size": 0, "cos_clause": 1}
 the rest (missing numbers and names, absent words) can only lower it. Fitted weights keep these
 signs, so a quirk of the training material (its hallucinations are minimal edits, so they share more words with
 the source than its paraphrases do) cannot teach that covering more of a claim makes it less supported."""
+NOT_READ = -100.0
+"""The ``contradiction`` value of a clause the reader did not read: below any cut-off."""
 SEMANTIC_SENTENCES = 6
 """Source sentences a clause is embedded against: a bound on the work per claim, not a weight."""
 
@@ -92,8 +101,13 @@ def _candidates(analysis: Analysis) -> list[int]:
     return sorted(picked)
 
 
-def signals(analysis: Analysis, model: SemanticModel | None) -> list[Signals]:
-    """Each clause's signals (the analysis must have judged clauses); the semantic ones only with a model."""
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split()).strip(" .;,")
+
+
+def signals(analysis: Analysis, model: SemanticModel | None, reader: ContradictionModel | None = None) -> list[Signals]:
+    """Each clause's signals (the analysis must have judged clauses); the semantic ones only with a model, the
+    contradiction reader's only with both."""
     values = lexical_values(analysis)
     if model is None:
         return [Signals(v, None) for v in values]
@@ -102,8 +116,16 @@ def signals(analysis: Analysis, model: SemanticModel | None) -> list[Signals]:
     vectors = model.encode([*texts, *(analysis.sentences[i].text for i in picked)])
     cosines = vectors[: len(texts)] @ vectors[len(texts) :].T  # one row per clause
     best = cosines.argmax(axis=1)
-    out = []
+    closest = [picked[int(b)] for b in best]
     for k, v in enumerate(values):
         v["cos_clause"] = float(cosines[k, best[k]])
-        out.append(Signals(v, picked[int(best[k])]))
-    return out
+    if reader is not None:
+        pairs = [(analysis.sentences[i].text, text) for i, text in zip(closest, texts, strict=True)]
+        read = [k for k, (premise, clause) in enumerate(pairs) if _plain(clause) not in _plain(premise)]
+        logits = reader.logits([pairs[k] for k in read]) if read else np.zeros(0)
+        for v, i, clause in zip(values, closest, analysis.clauses, strict=True):
+            v["contradiction"] = NOT_READ
+            v["closest_share"] = len(analysis.sentences[i].keys & set(clause.terms)) / len(clause.terms)
+        for k, logit in zip(read, logits, strict=True):
+            values[k]["contradiction"] = float(logit)
+    return [Signals(v, i) for v, i in zip(values, closest, strict=True)]

