@@ -129,17 +129,15 @@ def add_passage(
 
 
 def _vector(model: SemanticModel | None, text: str) -> Any:
-    return model.query_vector(text) if model is not None else None
+    return model.encode([text])[0] if model is not None else None
 
 
 def wiki_index(con: sqlite3.Connection, model: SemanticModel | None) -> MemoryIndex:
-    """The corpus ``wiki`` of the database as runs search it: its passages, with their stored head vectors (of the
-    heads' model; made here when the database has none of it)."""
+    """The corpus ``wiki`` of the database as runs search it: its passages, with their stored head vectors."""
     rows = con.execute(
         'SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c."end", v.vector FROM chunks c '
-        "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_vectors v ON v.chunk_id = c.id AND v.model = ? "
-        "WHERE c.corpus = 'wiki' ORDER BY c.id",
-        (model.heads_id if model is not None else "",),
+        "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+        "WHERE c.corpus = 'wiki' ORDER BY c.id"
     ).fetchall()
     hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], 0.0, None, None) for r in rows]
     if model is None or any(r[7] is None for r in rows):

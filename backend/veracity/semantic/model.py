@@ -40,10 +40,9 @@ CACHE_SIZE = 50_000
 class SemanticModel:
     """Embeddings with a cache. Thread-safe: the ONNX session runs in any thread, the cache is locked.
 
-    Two encoders: ``encode`` (all-MiniLM-L6-v2: section fit, the judge, the screen) and ``encode_answers``
-    (bge-small-en-v1.5, a retrieval model: passage heads and queries for dense retrieval, and how well a sentence
-    answers a question, read by the relevance model). Without the second (a model made in a test) ``encode_answers``
-    is ``encode``."""
+    Two encoders: ``encode`` (all-MiniLM-L6-v2: passage heads, section fit, the judge, the screen) and
+    ``encode_answers`` (bge-small-en-v1.5, a retrieval model: how well a sentence answers a question, read by the
+    relevance model). Without the second (a model made in a test) ``encode_answers`` is ``encode``."""
 
     id = MODEL_ID
 
@@ -97,19 +96,9 @@ class SemanticModel:
         with self._lock:
             self._cache.clear()
 
-    @property
-    def heads_id(self) -> str:
-        """The model the passage heads are embedded with (stored with each vector: another model's are remade)."""
-        return ANSWER_MODEL_ID if self.answerer is not None else MODEL_ID
-
     def encode_heads(self, texts: Sequence[str]) -> Vectors:
-        """Passage heads for dense retrieval, by the answer model (not cached: they are stored per chunk instead)."""
-        return (self.answerer or self.embedder).encode(list(texts), batch_size=16, max_tokens=HEAD_TOKENS)
-
-    def query_vector(self, query: str) -> np.ndarray:
-        """A query as the passage heads' model reads it (the dense half of hybrid retrieval)."""
-        vector: np.ndarray = self.encode_answers([query])[0]
-        return vector
+        """Passage heads for dense retrieval (not cached: they are stored per chunk instead)."""
+        return self.embedder.encode(list(texts), batch_size=16, max_tokens=HEAD_TOKENS)
 
 
 def titled(title: str, text: str) -> str:

@@ -146,6 +146,8 @@ def features(
         return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
     q, rows = _vectors(question, candidates, model)
     cos_sentence = (rows @ q).astype(np.float64)
+    # The passage heads were embedded at ingest by the sentence model: the question is read by it for them.
+    q_heads = model.encode([question])[0]
     named = namers(candidates, cos_sentence)
     asked = {t: asked_of(question, candidates[j].text, title_name(t)) for t, j in named.items()}
     asked_vectors = dict(zip(asked, model.encode_answers(list(asked.values())), strict=True)) if asked else {}
@@ -160,7 +162,7 @@ def features(
     )
     cos_passage = np.array(
         [
-            float(np.asarray(c.passage_vector, dtype=np.float32) @ q)
+            float(np.asarray(c.passage_vector, dtype=np.float32) @ q_heads)
             if c.passage_vector is not None
             else cos_sentence[i]
             for i, c in enumerate(candidates)
