@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.rank.embed import ANSWER_MODEL_ID
+from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
