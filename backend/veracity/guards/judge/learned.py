@@ -140,8 +140,13 @@ class LearnedJudge:
             label,
             round(float(p @ weights / weights.sum()), 4),
             _evidence(analysis, clauses, labels, label, self.cutoffs.contradiction),
-            _reason(analysis, clauses, labels, label, self.cutoffs.contradiction) + self.note,
+            _reason(analysis, clauses, labels, label, self.cutoffs.contradiction) + self._note(),
         )
+
+    def _note(self) -> str:
+        if self.reader is not None and self.reader.failure:
+            return f" (no contradiction reader: {self.reader.failure})"
+        return self.note
 
     def _read_contrary(self, found: Signals) -> bool:
         return _contrary(found, self.cutoffs.contradiction)

@@ -34,7 +34,7 @@ import numpy as np
 
 from veracity.guards.judge.lexical import Analysis
 from veracity.semantic.model import SemanticModel
-from veracity.semantic.nli import ContradictionModel
+from veracity.semantic.nli import UNREAD, ContradictionModel
 
 LEXICAL_FEATURES = (
     "coverage",
@@ -50,7 +50,7 @@ SIGNS = {"coverage": 1, "size": 0, "cos_clause": 1}
 the rest (missing numbers and names, absent words) can only lower it. Fitted weights keep these
 signs, so a quirk of the training material (its hallucinations are minimal edits, so they share more words with
 the source than its paraphrases do) cannot teach that covering more of a claim makes it less supported."""
-NOT_READ = -100.0
+NOT_READ = UNREAD
 """The ``contradiction`` value of a clause the reader did not read: below any cut-off."""
 SEMANTIC_SENTENCES = 6
 """Source sentences a clause is embedded against: a bound on the work per claim, not a weight."""
