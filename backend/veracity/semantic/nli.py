@@ -17,7 +17,7 @@ licence; files uploaded to the package index without one are licensed to every u
 distribute by the index's terms of use, and the DeBERTa-v3 architecture and vocabulary are MIT. The README says so.
 
 Its files are checked once per process (when the judge is made); the ONNX session is made on the first read (about
-0.25 s, about 200 MB resident while reading), so the offline pipeline, whose claims are copies of their sources,
+0.3 s, about 230 MB resident once it has read), so the offline pipeline, whose claims are copies of their sources,
 never makes it. Thread-safe (one session, made under a lock; the tokenizer made once, its padding fixed). When it
 cannot load the judge keeps its rules and says so in every reason.
 """
