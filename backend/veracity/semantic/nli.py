@@ -17,8 +17,8 @@ licence; files uploaded to the package index without one are licensed to every u
 distribute by the index's terms of use, and the DeBERTa-v3 architecture and vocabulary are MIT. The README says so.
 
 Its files are checked once per process (when the judge is made); the ONNX session is made on the first read (about
-0.3 s, about 230 MB resident once it has read), so the offline pipeline, whose claims are copies of their sources,
-never makes it. Thread-safe (one session, made under a lock; the tokenizer made once, its padding fixed). When it
+0.3 s, about 230 MB resident once it has read), so a CLI run of the offline pipeline, whose claims are copies of
+their sources, never makes it (the server's warm-up does, at start-up, by judging a paraphrase). Thread-safe (one session, made under a lock; the tokenizer made once, its padding fixed). When it
 cannot load the judge keeps its rules and says so in every reason.
 """
 
@@ -62,7 +62,7 @@ class ContradictionModel:
     """``logits(pairs)``: per (premise, hypothesis), how strongly the hypothesis contradicts the premise.
 
     ``load`` checks the pinned files; the ONNX session is made on the first read, so a process whose claims are all
-    copies of their sources (the offline composer's) never pays for it."""
+    copies of their sources (a CLI run of the offline composer) never pays for it."""
 
     id = MODEL_ID
 
