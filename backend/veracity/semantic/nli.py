@@ -18,8 +18,9 @@ distribute by the index's terms of use, and the DeBERTa-v3 architecture and voca
 
 Its files are checked once per process (when the judge is made); the ONNX session is made on the first read (about
 0.3 s, about 230 MB resident once it has read), so a CLI run of the offline pipeline, whose claims are copies of
-their sources, never makes it (the server's warm-up does, at start-up, by judging a paraphrase). Thread-safe (one session, made under a lock; the tokenizer made once, its padding fixed). When it
-cannot load the judge keeps its rules and says so in every reason.
+their sources, never makes it (the server's warm-up does, at start-up, by judging a paraphrase). Thread-safe (one
+session, made under a lock; the tokenizer made once, its padding fixed). When it cannot load the judge keeps its
+rules and says so in every reason.
 """
 
 from __future__ import annotations
