@@ -305,6 +305,25 @@ def test_retrieve_hands_the_relevance_model_each_passage_s_search_rank():
     candidates = _as_candidates(found)
     assert [(c.title, c.rank) for c in candidates] == [("Acme", 0), ("Acme", 0), ("Borg", 4), ("Borg", 4)]
     assert candidates[0].neighbours == (1,) and candidates[2].neighbours == (3,)
+    assert candidates[1].passage == found[1].hit.text  # what passage_cover reads
+
+
+@pytest.mark.parametrize("semantic", [True, False], ids=["semantic", "lexical"])
+def test_a_sentence_of_a_passage_lacking_what_the_question_names_scores_lower(model, semantic):
+    """``passage_cover``: the same sentence counts for less when its passage does not hold what the question
+    names (a passage on the 2016 team for a question on the 1974 one) — the distractor that is on the subject
+    without answering, which sentence cosines alone cannot tell apart. Fitted, its weight is positive."""
+    scorer = RelevanceScorer(model if semantic else None)
+    question = "Who coached the 1974 Texas Tech Red Raiders football team?"
+    sentence = "The team was led by head coach Jim Carlen in his fifth season."
+    right = "The 1974 Texas Tech Red Raiders football team represented Texas Tech University. " + sentence
+    wrong = "The 2016 Baylor Bears football team represented Baylor University. " + sentence
+    held, lacking = scorer.score(
+        question, [Candidate(sentence, "Football", passage=right), Candidate(sentence, "Football", passage=wrong)]
+    )
+    assert held > lacking
+    weights = dict(zip(scorer.logistic.features, scorer.logistic.weights, strict=True))
+    assert weights["passage_cover"] > 0
 
 
 def test_a_kept_sentence_opening_with_a_pronoun_brings_the_sentence_naming_its_subject():

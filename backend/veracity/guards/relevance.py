@@ -30,9 +30,7 @@ def check_relevance(
     for section in draft:
         cited = [c for c in section.claims if c.evidence_ids and c.evidence_ids[0] in by_id]
         fresh = [c for c in cited if _verbatim(c, by_id) is None]
-        fresh_scores = scorer.score(
-            question, [Candidate(text=c.text, title=by_id[c.evidence_ids[0]].source.title) for c in fresh]
-        )
+        fresh_scores = scorer.score(question, [_as_candidate(c, by_id[c.evidence_ids[0]]) for c in fresh])
         relevance = {id(c): p for c, p in zip(fresh, fresh_scores, strict=True)}
         section_fit = _section_fit(fit, spec, section, cited, by_id)
         kept: list[Claim] = []
@@ -78,6 +76,13 @@ def check_relevance(
         "violations": [v.model_dump(exclude_none=True) for v in emptied],
     }
     return out, summary, emptied
+
+
+def _as_candidate(claim: Claim, cited: Evidence) -> Candidate:
+    """A reworded claim as the relevance model reads it: in its cited source's place, between the text read
+    around the quote."""
+    passage = " ".join(t for t in (cited.context_before, claim.text, cited.context_after) if t)
+    return Candidate(text=claim.text, title=cited.source.title, passage=passage)
 
 
 def emptied_by_relevance(spec: Spec, draft: list[SectionDraft]) -> list[Violation]:

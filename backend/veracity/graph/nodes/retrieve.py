@@ -209,8 +209,8 @@ def round_robin(per_hit: list[list[SentenceCandidate]], limit: int) -> list[Sent
 
 
 def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
-    """What the relevance model reads of each sentence: its title, position, adjacent sentences and where the
-    search ranked its passage."""
+    """What the relevance model reads of each sentence: its title, position, adjacent sentences, its passage and
+    where the search ranked it."""
     where = {(id(c.hit), c.position): i for i, c in enumerate(found)}
     return [
         Candidate(
@@ -222,6 +222,7 @@ def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
             ),
             passage_vector=c.hit.vector,
             rank=c.rank,
+            passage=c.hit.text,
         )
         for c in found
     ]
