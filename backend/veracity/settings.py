@@ -246,7 +246,7 @@ class RankSettings(BaseModel):
 class SemanticSettings(BaseModel):
     enabled: bool = Field(
         default=True,
-        description="Use the embedding models shipped in wheels for relevance, hybrid retrieval and section "
+        description="Use the embedding model shipped in a wheel for relevance, hybrid retrieval and section "
         "assignment; false = lexical only (the pages say so).",
     )
     contradiction: bool = Field(

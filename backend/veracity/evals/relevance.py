@@ -14,16 +14,9 @@ into ``./data/eval-relevance.db``) once per template, and the stored report is s
 
 The split: a question is in ``fit`` when ``int(sha256(id), 16)`` is even, else in ``report``. Reported figures
 use the first N ``report`` questions in file order; ``fit`` is kept for fitting thresholds elsewhere.
-Calibration (``make calibrate-relevance``): ``--cutoffs 0.30,0.36,...`` measures the ``fit`` split once per
-relevance cut-off (every template's ``min_relevance`` set to it) and chooses the cut-off whose figures come closest
-to the issue's targets all together: the largest smallest ratio of a figure (the templates' mean) to its target
-(``TARGETS``). ``--write`` stores the choice and the sweep in the shipped fit (``semantic/data/relevance.json``):
-the sentence-level rule ``make fit-relevance`` uses (best F0.5) cannot see what a run ships, which the targets
-are about. Only the ``fit`` split may be swept.
-
 Usage: ``python -m veracity.evals.relevance [DATA_DIR|SET_DIR] [--n 60] [--templates answer,market_brief]
-[--split report|fit|all] [--questions-file F --corpus-file F --qrels F] [--cutoffs C,C,... [--write]]``; exit 2
-when the data is missing or a sweep is asked of another split, else 0 (a measurement, not a gate).
+[--split report|fit|all] [--questions-file F --corpus-file F --qrels F]``; exit 2 when the data is missing, else 0
+(a measurement, not a gate).
 """
 
 from __future__ import annotations
@@ -53,7 +46,6 @@ from veracity.ports import SearchHit, SearchProvider
 from veracity.runs.model_set import build_models
 from veracity.runs.service import RunService
 from veracity.settings import Settings, get_settings
-from veracity.specs.registry import SpecRegistry
 
 DEFAULT_DATA = Path("../shared/eval-data")
 DEFAULT_SET = "qa_hotpotqa"
@@ -62,8 +54,6 @@ DEFAULT_OUT = Path("data/eval-relevance.json")
 DEFAULT_TEMPLATES = ("answer", "market_brief")
 SPLITS = ("report", "fit", "all")
 SPLIT_RULE = "fit when int(sha256(id), 16) % 2 == 0, else report"
-TARGETS = {"claim_precision": 0.85, "answer_recall": 0.60, "decline_when_absent": 0.80}
-"""Issue 13's targets: what a calibrated cut-off is chosen to come closest to, all together."""
 
 
 def split_of(question_id: str) -> str:
@@ -290,42 +280,8 @@ def eval_settings(db_url: str) -> Settings:
     )
 
 
-def with_cutoff(registry: SpecRegistry, cutoff: float | None) -> SpecRegistry:
-    """``registry`` with every template's relevance cut-off set to ``cutoff`` (None: as shipped)."""
-    if cutoff is None:
-        return registry
-    return SpecRegistry(
-        {
-            spec.id: spec.model_copy(update={"relevance": spec.relevance.model_copy(update={"min_relevance": cutoff})})
-            for spec in registry.all()
-        }
-    )
-
-
-def closeness(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The templates' mean of each targeted figure and the smallest ratio of one to its target."""
-    means = {k: statistics.mean(s[k]["rate"] or 0.0 for s in summaries) for k in TARGETS}
-    return {
-        "means": {k: round(v, 4) for k, v in means.items()},
-        "worst_ratio": round(min(means[k] / t for k, t in TARGETS.items()), 4),
-    }
-
-
-def chosen_cutoff(sweep: dict[str, dict[str, Any]]) -> str:
-    """The swept cut-off with the largest smallest ratio to target; the lower cut-off on a tie."""
-    return max(sweep, key=lambda c: (sweep[c]["closeness"]["worst_ratio"], -float(c)))
-
-
-async def evaluate(
-    qa: QASet,
-    questions: list[Question],
-    *,
-    templates: list[str],
-    settings: Settings,
-    cutoffs: list[float] | None = None,
-) -> dict[str, Any]:
-    """Ingest the corpus (unless there), build the run service as the CLI does, measure every template (once
-    per cut-off in ``cutoffs``, when given: ``out["sweep"]``)."""
+async def evaluate(qa: QASet, questions: list[Question], *, templates: list[str], settings: Settings) -> dict[str, Any]:
+    """Ingest the corpus (unless there), build the run service as the CLI does, measure every template."""
     db_url = settings.database.url
     await asyncio.to_thread(upgrade, db_url)
     engine = make_engine(db_url)
@@ -343,25 +299,13 @@ async def evaluate(
             # The first run builds the corpus's in-memory index and loads lazy parts (language detection...): a
             # one-off, not a run's cost. It runs the first question, and is not counted.
             await run_question(service, questions[0], template=available[0], corpus=qa.corpus)
-        shipped = service.registry
-        for cutoff in [*cutoffs] if cutoffs else [None]:
-            service.registry = with_cutoff(shipped, cutoff)
-            if cutoff is not None:
-                print(f"relevance cut-off {cutoff:.2f}", flush=True)
-            for template in templates:
-                if template not in service.registry.ids():
-                    out["templates"][template] = None
-                    continue
-                measured = await measure(service, search, questions, template=template, corpus=qa.corpus)
-                out["templates"][template], out["runs"][template] = measured.summary, measured.runs
-                print(format_template(template, measured.summary), flush=True)
-            if cutoff is not None:
-                summaries = [s for s in out["templates"].values() if s is not None]
-                out.setdefault("sweep", {})[f"{cutoff:.2f}"] = {
-                    "templates": dict(out["templates"]),
-                    "closeness": closeness(summaries),
-                }
-        service.registry = shipped
+        for template in templates:
+            if template not in service.registry.ids():
+                out["templates"][template] = None
+                continue
+            measured = await measure(service, search, questions, template=template, corpus=qa.corpus)
+            out["templates"][template], out["runs"][template] = measured.summary, measured.runs
+            print(format_template(template, measured.summary), flush=True)
     finally:
         await service.shutdown()
         await models.aclose()
@@ -377,13 +321,6 @@ async def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         print(f"eval-relevance: data not found: {exc}", file=sys.stderr)
         return 2
-    cutoffs = [float(c) for c in args.cutoffs.split(",") if c.strip()] if args.cutoffs else None
-    if cutoffs and args.split != "fit":
-        print("eval-relevance: cut-offs are calibrated on the fit split only (--split fit)", file=sys.stderr)
-        return 2
-    if cutoffs and not all(0.0 < c < 1.0 for c in cutoffs):
-        print("eval-relevance: each cut-off must lie between 0 and 1", file=sys.stderr)
-        return 2
     started = time.perf_counter()
     questions = select(qa.questions, args.split, args.n)
     in_split = len(select(qa.questions, args.split, len(qa.questions)))
@@ -392,7 +329,7 @@ async def run(args: argparse.Namespace) -> int:
     print(f"corpus {qa.corpus} ({qa.corpus_file}), database {args.db}")
     if args.split != "report":
         print(f"NOTE: figures on the {args.split} split are not the reported ones")
-    results = await evaluate(qa, questions, templates=templates, settings=eval_settings(args.db), cutoffs=cutoffs)
+    results = await evaluate(qa, questions, templates=templates, settings=eval_settings(args.db))
     for template, summary in results["templates"].items():
         if summary is None:
             print(format_template(template, None))
@@ -408,39 +345,7 @@ async def run(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(f"summary written to {args.out}")
-    if "sweep" in results:
-        report_sweep(results["sweep"], questions=len(questions), templates=templates, write=args.write)
     return 0
-
-
-def report_sweep(sweep: dict[str, dict[str, Any]], *, questions: int, templates: list[str], write: bool) -> None:
-    """Print the sweep and its choice; with ``write``, store both in the shipped fit."""
-    print("cut-off  precision  recall  decline  worst ratio to target")
-    for cutoff, row in sweep.items():
-        m = row["closeness"]["means"]
-        print(
-            f"{cutoff:>7}  {m['claim_precision']:9.3f}  {m['answer_recall']:6.3f}  {m['decline_when_absent']:7.3f}"
-            f"  {row['closeness']['worst_ratio']:.3f}"
-        )
-    best = chosen_cutoff(sweep)
-    print(f"chosen: {best}")
-    if not write:
-        return
-    from veracity.evals.relevance_fit import OUT
-
-    fit = json.loads(OUT.read_text(encoding="utf-8"))
-    fit["semantic"]["threshold"] = float(best)
-    fit["semantic"]["calibration"] = {
-        "rule": "the swept cut-off whose end-to-end figures (mean over the templates) have the largest smallest "
-        f"ratio to target {TARGETS} (python -m veracity.evals.relevance --split fit --cutoffs ... --write)",
-        "split": f"HotpotQA fit split ({SPLIT_RULE}), first {questions} questions; templates {', '.join(templates)}",
-        "chosen": float(best),
-        "sweep": {
-            c: row["closeness"]["means"] | {"worst_ratio": row["closeness"]["worst_ratio"]} for c, row in sweep.items()
-        },
-    }
-    OUT.write_text(json.dumps(fit, indent=1) + "\n", encoding="utf-8")
-    print(f"cut-off {best} written to {OUT}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -453,8 +358,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=60, help="questions measured (the first N of the split)")
     parser.add_argument("--templates", default=",".join(DEFAULT_TEMPLATES), help="comma-separated template ids")
     parser.add_argument("--split", choices=SPLITS, default="report", help="which questions (default: report)")
-    parser.add_argument("--cutoffs", help="comma-separated relevance cut-offs to sweep (fit split only)")
-    parser.add_argument("--write", action="store_true", help="store the sweep's chosen cut-off in the shipped fit")
     parser.add_argument("--db", default=DEFAULT_DB, help="database URL (default: ./data/eval-relevance.db)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON summary (default: ./data/...json)")
     return parser.parse_args(argv)

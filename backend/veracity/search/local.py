@@ -49,7 +49,7 @@ class LocalSearch:
     def _search_index(self, index: MemoryIndex, query: str, k: int) -> list[ChunkHit]:
         vector = None
         if self.semantic is not None and index.vectors is not None:
-            vector = self.semantic.query_vector(query)
+            vector = self.semantic.encode([query])[0]
         return index.search(query, k, vector)
 
     async def search(self, *, query: str, corpus: str, k: int) -> list[SearchHit]:

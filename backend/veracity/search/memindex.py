@@ -191,10 +191,7 @@ class MemoryIndexes:
                 await ensure_vectors(sessionmaker=self.sessionmaker, model=self.semantic, corpus=corpus)
                 async with self.sessionmaker() as session:
                     vectors = await load_matrix(
-                        session=session,
-                        corpus=corpus,
-                        model=self.semantic.heads_id,
-                        chunk_ids=[h.chunk_id for h in hits],
+                        session=session, corpus=corpus, model=self.semantic.id, chunk_ids=[h.chunk_id for h in hits]
                     )
             index = await asyncio.to_thread(MemoryIndex, hits, None, vectors) if hits is not None else None
             self._entries[corpus] = _Entry(index=index, token=token, checked=time.monotonic())

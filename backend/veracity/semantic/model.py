@@ -23,7 +23,7 @@ from functools import cache
 
 import numpy as np
 
-from veracity.rank.embed import ANSWER_MODEL_ID, MODEL_ID, Embedder, Vectors
+from veracity.rank.embed import MODEL_ID, Embedder, Vectors
 
 logger = logging.getLogger(__name__)
 
@@ -38,23 +38,15 @@ CACHE_SIZE = 50_000
 
 
 class SemanticModel:
-    """Embeddings with a cache. Thread-safe: the ONNX session runs in any thread, the cache is locked.
-
-    Two encoders: ``encode`` (all-MiniLM-L6-v2: section fit, the judge, the screen) and ``encode_answers``
-    (bge-small-en-v1.5, a retrieval model: passage heads and queries for dense retrieval, and how well a sentence
-    answers a question, read by the relevance model). Without the second (a model made in a test) ``encode_answers``
-    is ``encode``."""
+    """Embeddings with a cache. Thread-safe: the ONNX session runs in any thread, the cache is locked."""
 
     id = MODEL_ID
 
-    def __init__(self, embedder: Embedder, answerer: Embedder | None = None, *, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(self, embedder: Embedder, *, cache_size: int = CACHE_SIZE) -> None:
         self.embedder = embedder
-        self.answerer = answerer
         for size in (HEAD_TOKENS, SENTENCE_TOKENS):
             embedder._truncated(size)  # made here, once, before any thread encodes
-            if answerer is not None:
-                answerer._truncated(size)
-        self._cache: OrderedDict[tuple[str, int, str], np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.encoded = 0
@@ -62,32 +54,23 @@ class SemanticModel:
 
     def encode(self, texts: Sequence[str], *, max_tokens: int = SENTENCE_TOKENS) -> Vectors:
         """L2-normalised rows, one per text, in order; cached texts are not encoded again."""
-        return self._encode(self.embedder, "s", texts, max_tokens)
-
-    def encode_answers(self, texts: Sequence[str], *, max_tokens: int = SENTENCE_TOKENS) -> Vectors:
-        """As ``encode``, with the answer model (questions and the sentences that may answer them)."""
-        if self.answerer is None:
-            return self.encode(texts, max_tokens=max_tokens)
-        return self._encode(self.answerer, "a", texts, max_tokens)
-
-    def _encode(self, embedder: Embedder, kind: str, texts: Sequence[str], max_tokens: int) -> Vectors:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         missing: dict[str, list[int]] = {}
         with self._lock:
             for i, text in enumerate(texts):
-                hit = self._cache.get((kind, max_tokens, text))
+                hit = self._cache.get((max_tokens, text))
                 if hit is None:
                     missing.setdefault(text, []).append(i)
                 else:
-                    self._cache.move_to_end((kind, max_tokens, text))
+                    self._cache.move_to_end((max_tokens, text))
                     out[i] = hit
         if missing:
-            fresh = embedder.encode(list(missing), batch_size=16, max_tokens=max_tokens)
+            fresh = self.embedder.encode(list(missing), batch_size=16, max_tokens=max_tokens)
             with self._lock:
                 self.encoded += len(missing)
                 for row, (text, places) in enumerate(missing.items()):
                     out[places] = fresh[row]
-                    self._cache[(kind, max_tokens, text)] = fresh[row].copy()  # not a view pinning the batch
+                    self._cache[(max_tokens, text)] = fresh[row].copy()  # not a view pinning the batch
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return out
@@ -97,19 +80,9 @@ class SemanticModel:
         with self._lock:
             self._cache.clear()
 
-    @property
-    def heads_id(self) -> str:
-        """The model the passage heads are embedded with (stored with each vector: another model's are remade)."""
-        return ANSWER_MODEL_ID if self.answerer is not None else MODEL_ID
-
     def encode_heads(self, texts: Sequence[str]) -> Vectors:
-        """Passage heads for dense retrieval, by the answer model (not cached: they are stored per chunk instead)."""
-        return (self.answerer or self.embedder).encode(list(texts), batch_size=16, max_tokens=HEAD_TOKENS)
-
-    def query_vector(self, query: str) -> np.ndarray:
-        """A query as the passage heads' model reads it (the dense half of hybrid retrieval)."""
-        vector: np.ndarray = self.encode_answers([query])[0]
-        return vector
+        """Passage heads for dense retrieval (not cached: they are stored per chunk instead)."""
+        return self.embedder.encode(list(texts), batch_size=16, max_tokens=HEAD_TOKENS)
 
 
 def titled(title: str, text: str) -> str:
@@ -157,16 +130,15 @@ def load_semantics(enabled: bool = True) -> Semantics:
         return Semantics(None, "turned off by VERACITY_SEMANTIC__ENABLED=false")
     started = time.perf_counter()
     try:
-        embedder, answerer = Embedder.load(), Embedder.load_answerer()
+        embedder = Embedder.load()
     except Exception as exc:  # a broken runtime or model file: lexical, said so, never a crash at start-up
         logger.exception("the semantic model failed to load")
         return Semantics(None, f"the embedding model failed to load ({type(exc).__name__})")
-    if embedder is None or answerer is None:
-        missing = "embedding" if embedder is None else "answer"
-        return Semantics(None, f"the {missing} model's wheels are not installed or not the pinned files")
+    if embedder is None:
+        return Semantics(None, "the embedding model's wheels are not installed or not the pinned files")
     load_ms = round((time.perf_counter() - started) * 1000, 1)
-    logger.info("semantic models %s and %s loaded in %.0f ms", MODEL_ID, ANSWER_MODEL_ID, load_ms)
-    return Semantics(SemanticModel(embedder, answerer), load_ms=load_ms)
+    logger.info("semantic model %s loaded in %.0f ms", MODEL_ID, load_ms)
+    return Semantics(SemanticModel(embedder), load_ms=load_ms)
 
 
 def cosine(matrix: Vectors, vector: np.ndarray) -> np.ndarray:

@@ -1,10 +1,7 @@
 """How much a sentence answers a question: a logistic model over a few signals, fitted offline (``python -m
 veracity.evals.relevance_fit``) and shipped as ``semantic/data/relevance.json`` with its training split, data sources
 and cross-validated figures. Nothing here is a hand-set threshold: the coefficients and the default cut-off
-(``threshold``, calibrated end to end on HotpotQA's fit split by ``make calibrate-relevance``) come from that file;
-a template may set its own cut-off (``relevance.min_relevance``). The cosines are the answer model's
-(bge-small-en-v1.5, ``SemanticModel.encode_answers``), a retrieval model trained to put a question near what
-answers it.
+(``threshold``) come from that file; a template may set its own cut-off (``relevance.min_relevance``).
 
 Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → ``features``):
 
@@ -16,8 +13,8 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
 - ``passage_cover``: the same share over the whole passage the sentence comes from (and its title): a passage that
   answers holds what the question names, while a passage that is merely on the subject ("the 2016 Texas Tech
   team" for a question on the 1974 one, "Faith Lutheran High School, Crystal Lake" for one in Las Vegas) lacks
-  some of it; and a made-up question ("Zorblax quuxification of the vemtrian flibber"), which a retrieval
-  embedder places close to real jargon, finds none of its words anywhere;
+  some of it. Fitted, it raised the share of questions declined with their gold paragraphs hidden from 0.625 to
+  0.715 (cross-validated), at a small cost in recall;
 - ``answer_type``: the question asks for a number or a date and the sentence holds one;
 - ``lead``: 1 for a passage's first sentence, falling with position (Wikipedia leads define first);
 - ``search_rank``: 1 for a sentence of the passage the search ranked first, falling with the passage's rank (the
@@ -159,7 +156,7 @@ def features(
     cos_sentence = (rows @ q).astype(np.float64)
     named = namers(candidates, cos_sentence)
     asked = {t: asked_of(question, candidates[j].text, title_name(t)) for t, j in named.items()}
-    asked_vectors = dict(zip(asked, model.encode_answers(list(asked.values())), strict=True)) if asked else {}
+    asked_vectors = dict(zip(asked, model.encode(list(asked.values())), strict=True)) if asked else {}
     cos_bridged = np.array(
         [
             float(rows[i] @ asked_vectors[c.title]) if c.title in asked_vectors else cos_sentence[i]
@@ -202,8 +199,8 @@ def _passage_cover(question: str, candidates: list[Candidate]) -> np.ndarray:
 
 
 def _vectors(question: str, candidates: list[Candidate], model: SemanticModel) -> tuple[np.ndarray, np.ndarray]:
-    """The question's vector and each candidate's, read with its title, by the answer model."""
-    vectors = model.encode_answers([question, *(titled(c.title, c.text) for c in candidates)])
+    """The question's vector and each candidate's, read with its title."""
+    vectors = model.encode([question, *(titled(c.title, c.text) for c in candidates)])
     return vectors[0], vectors[1:]
 
 

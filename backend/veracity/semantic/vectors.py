@@ -33,7 +33,7 @@ async def ensure_vectors(
     made = 0
     while True:
         async with sessionmaker() as session:
-            todo = await chunks_without_vectors(session=session, corpus=corpus, model=model.heads_id, limit=BATCH)
+            todo = await chunks_without_vectors(session=session, corpus=corpus, model=model.id, limit=BATCH)
         if not todo:
             break
         if made == 0:
@@ -41,7 +41,7 @@ async def ensure_vectors(
         vectors = await asyncio.to_thread(model.encode_heads, [head_text(title, text) for _, title, text in todo])
         rows = [(chunk_id, vectors[i].astype(np.float16).tobytes()) for i, (chunk_id, _, _) in enumerate(todo)]
         async with sessionmaker() as session, session.begin():
-            await store_vectors(session=session, model=model.heads_id, rows=rows)
+            await store_vectors(session=session, model=model.id, rows=rows)
         made += len(todo)
         if progress:
             progress(len(todo))
