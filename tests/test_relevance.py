@@ -370,3 +370,26 @@ def test_the_floor_says_why_nothing_was_written(reason, unwritten):
     report = floor_report(run_id="r", spec=spec, question="q", corpus="wiki", evidence=[], reason=reason)
     notes = {s.note for s in report.sections if s.id != "evidence_digest"}
     assert len(notes) == 1 and unwritten in notes.pop()
+
+
+def test_passage_cover_reads_the_window_around_a_sentence_of_a_long_page_not_the_whole_page():
+    """A web page is one hit with all its text: ``passage_cover`` reads only the chunk-sized window holding the
+    sentence, as it was fitted (HotpotQA paragraphs, 1,200-character chunks), or a long page on the subject would
+    lift every sentence of it."""
+    from veracity.graph.nodes.retrieve import _as_candidates
+    from veracity.ports import SearchHit
+    from veracity.search.evidence import read_passage
+    from veracity.semantic.relevance import PASSAGE_CHARS, passage_window
+
+    filler = " ".join(f"The harbour museum opened gallery number {n} to visitors in the spring." for n in range(60))
+    text = "Zephyr heat pumps were launched by Kaldbrekka in 2019. " + filler + " The company sells boilers too."
+    assert len(text) > 3 * PASSAGE_CHARS
+    last = text.rindex("The company")
+    window = passage_window(text, last)
+    assert window.endswith("The company sells boilers too.") and len(window) <= PASSAGE_CHARS + 200
+    assert "Kaldbrekka" not in window and passage_window("Short page.", 3) == "Short page."
+    hit = SearchHit(doc_id="p", title="Harbour news", text=text, start=0, end=len(text), score=1.0, key="p")
+    found = read_passage(hit, "2025-01-01T00:00:00+00:00", 0)[0]
+    candidates = _as_candidates(found)
+    assert all(len(c.passage) <= PASSAGE_CHARS + 200 and c.text in c.passage for c in candidates)
+    assert "Kaldbrekka" in candidates[0].passage and "Kaldbrekka" not in candidates[-1].passage

@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from veracity.db.corpus_repo import ChunkHit, chunk_spans
+from veracity.db.corpus_repo import ChunkHit
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
 from veracity.semantic.logistic import L2, auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
 from veracity.semantic.relevance import Candidate, features, strength
-from veracity.text import sentence_spans
+from veracity.text import chunk_spans, sentence_spans
 
 FOLDS = 5
 HITS = 8

@@ -3,7 +3,8 @@ model, ``veracity.semantic.relevance``) and to its section (``veracity.synthesis
 template's cut-off is cut from the draft and recorded as ``off_topic`` on its section and in the audit trail —
 it never ships, whatever the judge would have said. A claim quoting its evidence verbatim keeps the relevance its
 evidence was selected with; a reworded one is scored afresh, read with its cited source's title, and keeps at least
-its evidence's relevance (read alone it has no neighbour or passage head, which the model weighs)."""
+its evidence's relevance (read with the text around its quote, not its passage: it has no neighbour or passage
+head, which the model weighs)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ import numpy as np
 
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
-from veracity.text import ANALYZER, content_terms, index_stems
+from veracity.text import ANALYZER, chunk_spans, content_terms, index_stems
 
 SEMANTIC_FEATURES = (
     "cos_sentence",
@@ -182,6 +182,21 @@ def features(
 def _lexical(question: str, candidates: list[Candidate]) -> np.ndarray:
     stems = set(index_stems(content_terms(question)))
     return np.array([lexical_share(stems, c.text, c.title) for c in candidates], dtype=np.float64)
+
+
+PASSAGE_CHARS = 1200
+"""What ``passage_cover`` reads of a sentence's passage: at most the window of about this many characters holding
+it (``passage_window``), the size of a stored chunk (``corpus.chunk_chars``' default) and of what it was fitted on
+(HotpotQA paragraphs, Wikipedia chunks). A whole web page would hold most words of any question on its subject."""
+
+
+def passage_window(text: str, start: int, chars: int = PASSAGE_CHARS) -> str:
+    """The chunk of ``text`` (cut at sentence boundaries, as corpora are) holding offset ``start``; ``text`` itself
+    when it is no longer than ``chars``."""
+    if len(text) <= chars:
+        return text
+    s, e = next(((s, e) for s, e in chunk_spans(text, chars) if s <= start < e), (0, len(text)))
+    return text[s:e]
 
 
 def _passage_cover(question: str, candidates: list[Candidate]) -> np.ndarray:

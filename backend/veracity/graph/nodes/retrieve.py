@@ -34,7 +34,7 @@ from veracity.search.evidence import (
     to_evidence,
 )
 from veracity.search.hop import HOP_K, hop_names
-from veracity.semantic.relevance import Candidate
+from veracity.semantic.relevance import Candidate, passage_window
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
             ),
             passage_vector=c.hit.vector,
             rank=c.rank,
-            passage=c.hit.text,
+            passage=passage_window(c.hit.text, c.start),
         )
         for c in found
     ]
