@@ -305,25 +305,6 @@ def test_retrieve_hands_the_relevance_model_each_passage_s_search_rank():
     candidates = _as_candidates(found)
     assert [(c.title, c.rank) for c in candidates] == [("Acme", 0), ("Acme", 0), ("Borg", 4), ("Borg", 4)]
     assert candidates[0].neighbours == (1,) and candidates[2].neighbours == (3,)
-    assert candidates[1].passage == found[1].hit.text  # what passage_cover reads
-
-
-@pytest.mark.parametrize("semantic", [True, False], ids=["semantic", "lexical"])
-def test_a_sentence_of_a_passage_lacking_what_the_question_names_scores_lower(model, semantic):
-    """``passage_cover``: the same sentence counts for less when its passage does not hold what the question
-    names (a passage on the 2016 team for a question on the 1974 one) — the distractor that is on the subject
-    without answering, which sentence cosines alone cannot tell apart. Fitted, its weight is positive."""
-    scorer = RelevanceScorer(model if semantic else None)
-    question = "Who coached the 1974 Texas Tech Red Raiders football team?"
-    sentence = "The team was led by head coach Jim Carlen in his fifth season."
-    right = "The 1974 Texas Tech Red Raiders football team represented Texas Tech University. " + sentence
-    wrong = "The 2016 Baylor Bears football team represented Baylor University. " + sentence
-    held, lacking = scorer.score(
-        question, [Candidate(sentence, "Football", passage=right), Candidate(sentence, "Football", passage=wrong)]
-    )
-    assert held > lacking
-    weights = dict(zip(scorer.logistic.features, scorer.logistic.weights, strict=True))
-    assert weights["passage_cover"] > 0
 
 
 def test_a_kept_sentence_opening_with_a_pronoun_brings_the_sentence_naming_its_subject():
@@ -370,26 +351,3 @@ def test_the_floor_says_why_nothing_was_written(reason, unwritten):
     report = floor_report(run_id="r", spec=spec, question="q", corpus="wiki", evidence=[], reason=reason)
     notes = {s.note for s in report.sections if s.id != "evidence_digest"}
     assert len(notes) == 1 and unwritten in notes.pop()
-
-
-def test_passage_cover_reads_the_window_around_a_sentence_of_a_long_page_not_the_whole_page():
-    """A web page is one hit with all its text: ``passage_cover`` reads only the chunk-sized window holding the
-    sentence, as it was fitted (HotpotQA paragraphs, 1,200-character chunks), or a long page on the subject would
-    lift every sentence of it."""
-    from veracity.graph.nodes.retrieve import _as_candidates
-    from veracity.ports import SearchHit
-    from veracity.search.evidence import read_passage
-    from veracity.semantic.relevance import PASSAGE_CHARS, passage_window
-
-    filler = " ".join(f"The harbour museum opened gallery number {n} to visitors in the spring." for n in range(60))
-    text = "Zephyr heat pumps were launched by Kaldbrekka in 2019. " + filler + " The company sells boilers too."
-    assert len(text) > 3 * PASSAGE_CHARS
-    last = text.rindex("The company")
-    window = passage_window(text, last)
-    assert window.endswith("The company sells boilers too.") and len(window) <= PASSAGE_CHARS + 200
-    assert "Kaldbrekka" not in window and passage_window("Short page.", 3) == "Short page."
-    hit = SearchHit(doc_id="p", title="Harbour news", text=text, start=0, end=len(text), score=1.0, key="p")
-    found = read_passage(hit, "2025-01-01T00:00:00+00:00", 0)[0]
-    candidates = _as_candidates(found)
-    assert all(len(c.passage) <= PASSAGE_CHARS + 200 and c.text in c.passage for c in candidates)
-    assert "Kaldbrekka" in candidates[0].passage and "Kaldbrekka" not in candidates[-1].passage

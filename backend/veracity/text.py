@@ -155,19 +155,3 @@ def index_stems(terms: list[str]) -> list[str]:
 
 def _strip_diacritics(word: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
-
-
-def chunk_spans(text_: str, target_chars: int) -> list[tuple[int, int]]:
-    """Split a document into passages of about ``target_chars`` at sentence boundaries (offsets kept)."""
-    spans = sentence_spans(text_)
-    if not spans:
-        return []
-    chunks: list[tuple[int, int]] = []
-    start, end = spans[0]
-    for s, e in spans[1:]:
-        if e - start > target_chars and end > start:
-            chunks.append((start, end))
-            start = s
-        end = e
-    chunks.append((start, end))
-    return chunks

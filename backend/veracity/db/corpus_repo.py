@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import Chunk, Document
-from veracity.text import chunk_spans, query_terms, sha256_hex
+from veracity.text import query_terms, sentence_spans, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,22 @@ class ChunkHit:
     score: float
     url: str | None
     published: str | None
+
+
+def chunk_spans(text_: str, target_chars: int) -> list[tuple[int, int]]:
+    """Split a document into passages of about ``target_chars`` at sentence boundaries (offsets kept)."""
+    spans = sentence_spans(text_)
+    if not spans:
+        return []
+    chunks: list[tuple[int, int]] = []
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if e - start > target_chars and end > start:
+            chunks.append((start, end))
+            start = s
+        end = e
+    chunks.append((start, end))
+    return chunks
 
 
 async def upsert_document(*, session: AsyncSession, corpus: str, doc: DocumentIn, chunk_chars: int) -> str:

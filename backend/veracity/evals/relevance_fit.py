@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from veracity.db.corpus_repo import ChunkHit
+from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
 from veracity.semantic.logistic import L2, auc, fit_logistic, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
 from veracity.semantic.relevance import Candidate, features, strength
-from veracity.text import chunk_spans, sentence_spans
+from veracity.text import sentence_spans
 
 FOLDS = 5
 HITS = 8
@@ -64,11 +64,7 @@ def passage_candidates(text: str, title: str, vector: Any) -> tuple[list[Candida
     out = []
     for i, s, e in kept:
         neighbours = tuple(by_position[j] for j in (i - 1, i + 1) if j in by_position)
-        out.append(
-            Candidate(
-                text=text[s:e], title=title, position=i, neighbours=neighbours, passage_vector=vector, passage=text
-            )
-        )
+        out.append(Candidate(text=text[s:e], title=title, position=i, neighbours=neighbours, passage_vector=vector))
     return out, [(s, e) for _, s, e in kept]
 
 
@@ -125,7 +121,7 @@ def add_passage(
     pv = vectors[hit.chunk_id] if vectors is not None else None
     offset = len(candidates)
     candidates.extend(
-        Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), pv, rank, hit.text)
+        Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), pv, rank)
         for c in passage_candidates(hit.text, hit.title, pv)[0]
     )
     labels.extend([int(hit.doc_id in gold)] * (len(candidates) - offset))
@@ -176,7 +172,7 @@ def wiki_rows(labels_file: Path, db: Path, model: SemanticModel | None) -> list[
             ranks[item["qid"]] = {(h.doc_id, h.start): n for n, h in enumerate(found)}
         rank = ranks[item["qid"]].get((item["doc_id"], chunk[0]), WIKI_RANKS)
         question, cands, labels = grouped.setdefault(item["qid"], (item["question"], [], []))
-        cands.append(Candidate(sentence, title, position, (), vector, rank, passage))
+        cands.append(Candidate(sentence, title, position, (), vector, rank))
         labels.append(int(item["label"] >= 1))
     return [(f"wiki:{qid}", q, c, lab) for qid, (q, c, lab) in grouped.items()]
 

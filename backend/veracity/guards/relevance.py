@@ -3,8 +3,7 @@ model, ``veracity.semantic.relevance``) and to its section (``veracity.synthesis
 template's cut-off is cut from the draft and recorded as ``off_topic`` on its section and in the audit trail —
 it never ships, whatever the judge would have said. A claim quoting its evidence verbatim keeps the relevance its
 evidence was selected with; a reworded one is scored afresh, read with its cited source's title, and keeps at least
-its evidence's relevance (read with the text around its quote, not its passage: it has no neighbour or passage
-head, which the model weighs)."""
+its evidence's relevance (read alone it has no neighbour or passage head, which the model weighs)."""
 
 from __future__ import annotations
 
@@ -31,7 +30,9 @@ def check_relevance(
     for section in draft:
         cited = [c for c in section.claims if c.evidence_ids and c.evidence_ids[0] in by_id]
         fresh = [c for c in cited if _verbatim(c, by_id) is None]
-        fresh_scores = scorer.score(question, [_as_candidate(c, by_id[c.evidence_ids[0]]) for c in fresh])
+        fresh_scores = scorer.score(
+            question, [Candidate(text=c.text, title=by_id[c.evidence_ids[0]].source.title) for c in fresh]
+        )
         relevance = {id(c): p for c, p in zip(fresh, fresh_scores, strict=True)}
         section_fit = _section_fit(fit, spec, section, cited, by_id)
         kept: list[Claim] = []
@@ -77,13 +78,6 @@ def check_relevance(
         "violations": [v.model_dump(exclude_none=True) for v in emptied],
     }
     return out, summary, emptied
-
-
-def _as_candidate(claim: Claim, cited: Evidence) -> Candidate:
-    """A reworded claim as the relevance model reads it: in its cited source's place, between the text read
-    around the quote."""
-    passage = " ".join(t for t in (cited.context_before, claim.text, cited.context_after) if t)
-    return Candidate(text=claim.text, title=cited.source.title, passage=passage)
 
 
 def emptied_by_relevance(spec: Spec, draft: list[SectionDraft]) -> list[Violation]:

@@ -100,9 +100,7 @@ def _corpora(service: RunService) -> list[str]:
 
 
 def _relevance(service: RunService, hits: list[SearchHit]) -> None:
-    candidates = [
-        Candidate(text=h.text[:300], title=h.title, position=i, passage=h.text) for i, h in enumerate(hits[:3])
-    ]
+    candidates = [Candidate(text=h.text[:300], title=h.title, position=i) for i, h in enumerate(hits[:3])]
     RelevanceScorer(service.semantics.model).score(QUESTION, candidates)
 
 

@@ -10,11 +10,6 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
   that says "It was founded in 1998" is about what its neighbour names);
 - ``cos_passage``: cosine of the question and the passage's head (its title and first words);
 - ``lexical``: share of the question's content words (stemmed) found in the sentence or the title;
-- ``passage_cover``: the same share over the whole passage the sentence comes from (and its title): a passage that
-  answers holds what the question names, while a passage that is merely on the subject ("the 2016 Texas Tech
-  team" for a question on the 1974 one, "Faith Lutheran High School, Crystal Lake" for one in Las Vegas) lacks
-  some of it. Fitted, it raised the share of questions declined with their gold paragraphs hidden from 0.625 to
-  0.715 (cross-validated), at a small cost in recall;
 - ``answer_type``: the question asks for a number or a date and the sentence holds one;
 - ``lead``: 1 for a passage's first sentence, falling with position (Wikipedia leads define first);
 - ``search_rank``: 1 for a sentence of the passage the search ranked first, falling with the passage's rank (the
@@ -32,8 +27,9 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
   "Kiss and Tell … starring Shirley Temple as Corliss Archer" becomes "Shirley Temple: What government position
   was held by the woman who portrayed in the"); the sentence's ``cos_sentence`` when nothing names its passage.
 
-Without the semantic model the lexical model (``lexical``, ``passage_cover``, ``answer_type``, ``lead``,
-``search_rank``, ``bridge``, fitted on the same data) decides, and the product says so.
+Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, ``search_rank``, fitted on
+the same data)
+decides, and the product says so.
 """
 
 from __future__ import annotations
@@ -46,21 +42,20 @@ import numpy as np
 
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
-from veracity.text import ANALYZER, chunk_spans, content_terms, index_stems
+from veracity.text import ANALYZER, content_terms, index_stems
 
 SEMANTIC_FEATURES = (
     "cos_sentence",
     "cos_neighbour",
     "cos_passage",
     "lexical",
-    "passage_cover",
     "answer_type",
     "lead",
     "search_rank",
     "bridge",
     "cos_bridged",
 )
-LEXICAL_FEATURES = ("lexical", "passage_cover", "answer_type", "lead", "search_rank", "bridge")
+LEXICAL_FEATURES = ("lexical", "answer_type", "lead", "search_rank", "bridge")
 _NUMERIC_QUESTION = re.compile(
     r"^\s*(when|what year|which year|in what year|how (many|much|long|old|tall|high|far|large|big|fast))\b", re.I
 )
@@ -74,9 +69,8 @@ MIN_NAME_CHARS = 3
 class Candidate:
     """One sentence to judge: its text, its passage's title, its position among the passage's sentences, the
     index of its neighbours among the candidates being scored (same passage, adjacent), the passage's head
-    vector when the index has one, where the search ranked the passage (0 = first; a claim scored on its
-    own, outside any search, reads as first) and the passage's text (empty: the sentence is all that is known
-    of it)."""
+    vector when the index has one, and where the search ranked the passage (0 = first; a claim scored on its
+    own, outside any search, reads as first)."""
 
     text: str
     title: str
@@ -84,7 +78,6 @@ class Candidate:
     neighbours: tuple[int, ...] = ()
     passage_vector: Any = None
     rank: int = 0
-    passage: str = ""
 
 
 def lexical_share(question_stems: set[str], text: str, title: str) -> float:
@@ -142,14 +135,13 @@ def features(
     """The feature matrix (one row per candidate) and the names of its columns."""
     numeric = bool(_NUMERIC_QUESTION.search(question))
     lexical = _lexical(question, candidates)
-    cover = _passage_cover(question, candidates)
     answer = np.array([1.0 if numeric and _NUMBER.search(c.text) else 0.0 for c in candidates])
     lead = np.array([1.0 / (1 + c.position) for c in candidates])
     rank = np.array([1.0 / (1 + c.rank) for c in candidates])
     if model is None:
         if not candidates:
             return np.zeros((0, len(LEXICAL_FEATURES))), LEXICAL_FEATURES
-        return np.column_stack([lexical, cover, answer, lead, rank, bridges(candidates, lexical)]), LEXICAL_FEATURES
+        return np.column_stack([lexical, answer, lead, rank, bridges(candidates, lexical)]), LEXICAL_FEATURES
     if not candidates:
         return np.zeros((0, len(SEMANTIC_FEATURES))), SEMANTIC_FEATURES
     q, rows = _vectors(question, candidates, model)
@@ -175,42 +167,13 @@ def features(
         ]
     )
     bridge = bridges(candidates, cos_sentence, named)
-    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, cover, answer, lead, rank, bridge, cos_bridged]
+    columns = [cos_sentence, cos_neighbour, cos_passage, lexical, answer, lead, rank, bridge, cos_bridged]
     return np.column_stack(columns), SEMANTIC_FEATURES
 
 
 def _lexical(question: str, candidates: list[Candidate]) -> np.ndarray:
     stems = set(index_stems(content_terms(question)))
     return np.array([lexical_share(stems, c.text, c.title) for c in candidates], dtype=np.float64)
-
-
-PASSAGE_CHARS = 1200
-"""What ``passage_cover`` reads of a sentence's passage: at most the window of about this many characters holding
-it (``passage_window``), the size of a stored chunk (``corpus.chunk_chars``' default) and of what it was fitted on
-(HotpotQA paragraphs, Wikipedia chunks). A whole web page would hold most words of any question on its subject."""
-
-
-def passage_window(text: str, start: int, chars: int = PASSAGE_CHARS) -> str:
-    """The chunk of ``text`` (cut at sentence boundaries, as corpora are) holding offset ``start``; ``text`` itself
-    when it is no longer than ``chars``."""
-    if len(text) <= chars:
-        return text
-    s, e = next(((s, e) for s, e in chunk_spans(text, chars) if s <= start < e), (0, len(text)))
-    return text[s:e]
-
-
-def _passage_cover(question: str, candidates: list[Candidate]) -> np.ndarray:
-    """Per candidate, ``lexical_share`` over its passage (the sentence when the passage is not known), each
-    passage analysed once."""
-    stems = set(index_stems(content_terms(question)))
-    shares: dict[tuple[str, str], float] = {}
-    out = []
-    for c in candidates:
-        key = (c.title, c.passage or c.text)
-        if key not in shares:
-            shares[key] = lexical_share(stems, key[1], c.title)
-        out.append(shares[key])
-    return np.array(out, dtype=np.float64)
 
 
 def _vectors(question: str, candidates: list[Candidate], model: SemanticModel) -> tuple[np.ndarray, np.ndarray]:

@@ -34,7 +34,7 @@ from veracity.search.evidence import (
     to_evidence,
 )
 from veracity.search.hop import HOP_K, hop_names
-from veracity.semantic.relevance import Candidate, passage_window
+from veracity.semantic.relevance import Candidate
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +209,8 @@ def round_robin(per_hit: list[list[SentenceCandidate]], limit: int) -> list[Sent
 
 
 def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
-    """What the relevance model reads of each sentence: its title, position, adjacent sentences, its passage and
-    where the search ranked it."""
+    """What the relevance model reads of each sentence: its title, position, adjacent sentences and where the
+    search ranked its passage."""
     where = {(id(c.hit), c.position): i for i, c in enumerate(found)}
     return [
         Candidate(
@@ -222,7 +222,6 @@ def _as_candidates(found: list[SentenceCandidate]) -> list[Candidate]:
             ),
             passage_vector=c.hit.vector,
             rank=c.rank,
-            passage=passage_window(c.hit.text, c.start),
         )
         for c in found
     ]
