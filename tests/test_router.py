@@ -171,7 +171,7 @@ def test_neighbour_share_counts_the_positive_rows_among_the_k_nearest() -> None:
 
 def test_a_class_fitted_with_neighbours_averages_its_model_with_the_nearest_training_labels() -> None:
     """The shipped crisis head blends in its nearest training messages (chosen out of fold at fitting): the
-    probability is the mean of the logistic model's and the share of crisis among those messages."""
+    probability is the mean of its model's (as the fit chose it) and the share of crisis among those messages."""
     learned = learned_screen(process_semantics(True).model)
     head = learned.heads["crisis"]
     assert head.neighbours > 0 and learned.examples is not None

@@ -7,10 +7,11 @@ answer text, never whether the asker is protected, so each spec's own phrases ar
    regular expressions matched at word boundaries, compiled once per policy. They catch the obvious phrasings
    ("kill myself", "my client", "should I invest") instantly.
 
-2. **The learned screen** (:mod:`veracity.guards.screen_model`): logistic models over the message's meaning (the
-   semantic model's sentence embedding) and general cues, fitted on material written for the purpose, with
-   cross-validated figures shipped beside the weights. It catches what the patterns do not know: forum language,
-   oblique despair, method questions, a personal legal, medical or financial question in any wording.
+2. **The learned screen** (:mod:`veracity.guards.screen_model`): small networks (or logistic models, whichever won
+   out of fold) over the message's meaning (the semantic model's sentence embedding) and general cues, fitted on
+   material written for the purpose, with cross-validated figures shipped beside the weights. It catches what the
+   patterns do not know: forum language, oblique despair, method questions, a personal legal, medical or financial
+   question in any wording.
 
 Order: a crisis phrase, then the learned crisis model (a crisis outranks an escalation phrase around it: "should I
 ... tonight is the night"), then an escalation phrase, then the learned advice models (the likeliest domain over its

@@ -6,11 +6,13 @@ crisis / legal / medical / financial / none, ``kind``), written for the purpose 
 (Apache-2.0; see that folder's README). No third-party evaluation item is read here: Do-Not-Answer and XSTest stay
 development figures in ``make eval-guards``.
 
-One L2-regularised logistic regression per class, one-vs-rest (Newton's method on standardised features): crisis
-against every other message; each advice domain against every message that is not a crisis (a crisis routes first,
-so the advice models are not taught that a disclosure is "not medical"). The regularisation strength is chosen per
-class from a small grid by cross-validated log-loss, then, with the semantic model, how many nearest training
-messages to average in (none, 5, 10 or 20) the same way; the cut-off by the best cross-validated F-score — F2 for
+One model per class, one-vs-rest: crisis against every other message; each advice domain against every message
+that is not a crisis (a crisis routes first, so the advice models are not taught that a disclosure is "not
+medical"). Per class the model family and its penalty are chosen together by cross-validated log-loss: an
+L2-regularised logistic regression (Newton's method on standardised features) or a network with one hidden layer
+(``semantic.network``: it can weigh "first person" and "wants to die" together where a linear model adds them
+up), each with a small grid of penalties; then, with the semantic model, how many nearest training messages to
+average in (none, 5, 10 or 20) the same way; the cut-off by the best cross-validated F-score — F2 for
 crisis (a missed crisis costs far more than a false one, which still gets a kind answer), F1 for advice — among the
 cut-offs that flag at most ``MAX_FALSE_POSITIVE_RATE`` of the class's negatives out of fold. Folds: 5, fixed by the
 SHA-256 of the text, so every run agrees; a message's neighbours come from its training folds only. Crisis is
@@ -29,12 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.screen_material import FOLDS, Material, read_material
+from veracity.guards.screen_material import FOLDS, Fitted, Material, fit_head, read_material
 from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES
-from veracity.semantic.logistic import auc, fit_logistic
+from veracity.semantic.logistic import auc
 from veracity.semantic.model import load_semantics
+from veracity.semantic.network import network_dict
 
 L2_GRID = (0.01, 0.1, 1.0)
+DECAY_GRID = (0.001, 0.01)
+"""Weight decay of the network family (``semantic.network``), chosen with the family by out-of-fold log-loss."""
+CANDIDATES = tuple(("logistic", l2) for l2 in L2_GRID) + tuple(("network", d) for d in DECAY_GRID)
 NEIGHBOURS_GRID = (0, 5, 10, 20)
 """Nearest training messages whose share of a class is averaged with its logistic probability (0: the logistic
 model alone), chosen per class by out-of-fold log-loss; only with the semantic model."""
@@ -73,6 +79,21 @@ def best_threshold(y: np.ndarray, p: np.ndarray, beta: float, budget: float) -> 
     return max(allowed)[1] if allowed else float(grid[-1])
 
 
+def head_dict(model: Fitted) -> dict[str, Any]:
+    """A fitted model's parameters as the shipped file holds them."""
+    family, params = model
+    if family == "network":
+        return network_dict(params)
+    weights, bias, mean, scale = params
+    return {
+        "family": "logistic",
+        "weights": [round(float(v), 6) for v in weights],
+        "bias": round(bias, 6),
+        "mean": [round(float(v), 6) for v in mean],
+        "scale": [round(float(v), 6) for v in scale],
+    }
+
+
 def log_loss(y: np.ndarray, p: np.ndarray) -> float:
     p = np.clip(p, 1e-6, 1 - 1e-6)
     return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
@@ -83,32 +104,30 @@ def fit_mode(material: Material, names: tuple[str, ...]) -> dict[str, Any]:
     cv: dict[str, Any] = {}
     oof: dict[str, np.ndarray] = {}
     for name in CLASSES:
-        runs = {l2: material.out_of_fold(name, l2, by_sentence=False) for l2 in L2_GRID}
-        l2 = min(runs, key=lambda k: log_loss(runs[k][1], runs[k][0]))
-        p, y = runs[l2]
+        runs = {c: material.out_of_fold(name, *c, by_sentence=False) for c in CANDIDATES}
+        family, strength = min(runs, key=lambda c: log_loss(runs[c][1], runs[c][0]))
+        p, y = runs[(family, strength)]
         neighbours = 0
         if material.vectors is not None:
-            blends = {k: material.out_of_fold(name, l2, False, k) for k in NEIGHBOURS_GRID if k}
-            blends[0] = runs[l2]
+            blends = {k: material.out_of_fold(name, family, strength, False, k) for k in NEIGHBOURS_GRID if k}
+            blends[0] = runs[(family, strength)]
             neighbours = min(blends, key=lambda k: log_loss(blends[k][1], blends[k][0]))
             p, y = blends[neighbours]
         threshold = best_threshold(y, p, BETA[name], MAX_FALSE_POSITIVE_RATE[name])
         by_sentence = False
         if name == CRISIS:  # scoring each sentence too is kept only when it wins out of fold
-            p_s, _ = material.out_of_fold(name, l2, True, neighbours)
+            p_s, _ = material.out_of_fold(name, family, strength, True, neighbours)
             t_s = best_threshold(y, p_s, BETA[name], MAX_FALSE_POSITIVE_RATE[name])
             if at(y, p_s, t_s, BETA[name])["f2"] > at(y, p, threshold, BETA[name])["f2"]:
                 p, threshold, by_sentence = p_s, t_s, True
-        weights, bias, mean, scale = fit_logistic(*material.training_set(name, np.arange(len(material.rows))), l2)
+        model = fit_head(family, *material.training_set(name, np.arange(len(material.rows))), strength)
         heads[name] = {
             "by_sentence": by_sentence,
-            "weights": [round(float(v), 6) for v in weights],
-            "bias": round(bias, 6),
-            "mean": [round(float(v), 6) for v in mean],
-            "scale": [round(float(v), 6) for v in scale],
+            **head_dict(model),
             "threshold": threshold,
-            "l2": l2,
+            "penalty": strength,
             "neighbours": neighbours,
+            "log_loss": {f"{f} {s:g}": round(log_loss(r[1], r[0]), 4) for (f, s), r in runs.items()},
         }
         cv[name] = {"auc": round(auc(y, p), 3), "at_threshold": at(y, p, threshold, BETA[name])}
         full = np.full(len(material.rows), np.nan)
@@ -170,9 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         "fitted": datetime.now(UTC).date().isoformat(),
         "split": f"{FOLDS} folds by int(sha256(lower-cased text), 16) % {FOLDS}"
         " (veracity.guards.screen_material.fold_of)",
-        "selection": "per class: L2 from "
+        "selection": "per class: a logistic model (L2 from "
         + str(list(L2_GRID))
-        + " by out-of-fold log-loss, then the nearest messages averaged in from "
+        + ") or a one-hidden-layer network (weight decay from "
+        + str(list(DECAY_GRID))
+        + ") by out-of-fold log-loss, then the nearest messages averaged in from "
         + str(list(NEIGHBOURS_GRID))
         + " by out-of-fold log-loss; threshold by out-of-fold F2 (crisis) or F1 (advice) among those flagging"
         + f" at most {MAX_FALSE_POSITIVE_RATE[CRISIS]:.0%} (crisis) or"

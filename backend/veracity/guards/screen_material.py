@@ -1,8 +1,8 @@
 """The screen's training material as the fit reads it: the labelled messages of ``training/screen`` (read once
 each, normalised as at run time), their feature rows and those of their sentences, the folds (fixed by the text's
-SHA-256, so every run agrees), and a class's probabilities out of fold — scored as at run time (the logistic model,
-averaged with the nearest training messages' share when asked; crisis, when asked, the highest of the message and
-each sentence). :mod:`veracity.guards.screen_fit` chooses and fits the models on it.
+SHA-256, so every run agrees), and a class's probabilities out of fold — scored as at run time (the fitted model,
+logistic or network, averaged with the nearest training messages' share when asked; crisis, when asked, the highest
+of the message and each sentence). :mod:`veracity.guards.screen_fit` chooses and fits the models on it.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,11 +18,25 @@ from veracity.guards.cues import normalise
 from veracity.guards.screen_model import CLASSES, CRISIS, LEXICAL_FEATURES, MAX_SENTENCES, feature_rows, neighbour_share
 from veracity.semantic.logistic import fit_logistic, predict
 from veracity.semantic.model import SemanticModel
+from veracity.semantic.network import fit_network, network_predict
 from veracity.text import sentence_spans
 
-Fitted = tuple[np.ndarray, float, np.ndarray, np.ndarray]
+Fitted = tuple[str, tuple[Any, ...]]
+"""A model family (``logistic`` or ``network``) and its fitted parameters."""
 FOLDS = 5
 LABELS = frozenset((*CLASSES, "none"))
+
+
+def fit_head(family: str, x: np.ndarray, y: np.ndarray, strength: float) -> Fitted:
+    """A class's model of ``family`` fitted on ``x``, ``y``; ``strength`` is its penalty (L2 or weight decay)."""
+    if family == "network":
+        return family, fit_network(x, y, strength)
+    return family, fit_logistic(x, y, strength)
+
+
+def head_predict(model: Fitted, x: np.ndarray) -> np.ndarray:
+    family, params = model
+    return network_predict(x, *params) if family == "network" else predict(x, *params)
 
 
 def fold_of(text: str) -> int:
@@ -67,6 +82,9 @@ class Material:
         dim = self.x.shape[1] - len(LEXICAL_FEATURES)
         self.vectors = self.x[:, :dim] if semantic is not None else None
         self.sentence_vectors = self.sentence_x[:, :dim] if semantic is not None else None
+        self._fold_models: dict[tuple[str, str, float, int], Fitted] = {}
+        """Each fold's fitted model per class, family and penalty (the neighbours and per-sentence choices reuse
+        them instead of refitting)."""
 
     def target(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """The rows a class's model learns from and their 0/1 labels."""
@@ -99,12 +117,12 @@ class Material:
         """Probabilities of the given rows, as at run time: the logistic model's, averaged with the class's share
         among the ``neighbours`` nearest ``train`` messages when asked; crisis, when ``by_sentence``, the max over
         the message and its sentences."""
-        p = self._blend(name, predict(self.x[rows], *model), self.vectors, rows, neighbours, train)
+        p = self._blend(name, head_predict(model, self.x[rows]), self.vectors, rows, neighbours, train)
         if name == CRISIS and by_sentence and len(self.sentence_owner):
             by_row = {int(r): k for k, r in enumerate(rows)}
             mine = np.flatnonzero(np.isin(self.sentence_owner, rows))
             if len(mine):
-                sentence_p = predict(self.sentence_x[mine], *model)
+                sentence_p = head_predict(model, self.sentence_x[mine])
                 sentence_p = self._blend(name, sentence_p, self.sentence_vectors, mine, neighbours, train)
                 for owner, value in zip(self.sentence_owner[mine], sentence_p, strict=True):
                     k = by_row[int(owner)]
@@ -128,13 +146,16 @@ class Material:
         return np.asarray((p + share) / 2)
 
     def out_of_fold(
-        self, name: str, l2: float, by_sentence: bool, neighbours: int = 0
+        self, name: str, family: str, strength: float, by_sentence: bool, neighbours: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
         use, y = self.target(name)
         p = np.full(len(self.rows), np.nan)
         for fold in range(FOLDS):
             train = np.flatnonzero(self.folds != fold)
-            model = fit_logistic(*self.training_set(name, train), l2)
+            key = (name, family, strength, fold)
+            if key not in self._fold_models:
+                self._fold_models[key] = fit_head(family, *self.training_set(name, train), strength)
+            model = self._fold_models[key]
             test = np.flatnonzero(use & (self.folds == fold))
             p[test] = self.score(name, model, test, by_sentence, neighbours, train)
         return p[use], y[use]

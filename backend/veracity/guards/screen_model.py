@@ -1,5 +1,5 @@
 """The screen's learned layer: is this message a crisis, a request for personal legal, medical or financial advice,
-or neither? Logistic models fitted offline (``python -m veracity.guards.screen_fit``, ``make fit-screen``) on the
+or neither? Models fitted offline (``python -m veracity.guards.screen_fit``, ``make fit-screen``) on the
 material in ``training/screen`` and shipped as ``guards/data/screen.json`` with its split, sources and
 cross-validated figures. Nothing here is a hand-set weight or threshold: both come from that file.
 
@@ -11,10 +11,11 @@ Features, the same at fitting and at run time (:func:`feature_rows`):
 - per domain, whether the shipped policy packs' terms for it occur (none, one, two or more) and whether the asker
   owns one ("my tax return").
 
-Each class has its own one-vs-rest model. With the semantic model, a class's probability may be the mean of its
-logistic model and the share of that class among the message's nearest training messages (``neighbours`` in the
-file, chosen per class out of fold; 0 keeps the logistic model alone): the linear model generalises, the
-neighbours keep a message next to many look-alikes of one label from being carried by a single word.
+Each class has its own one-vs-rest model: a logistic regression or a network with one hidden layer, whichever
+the fit found better out of fold (``family`` in the file). With the semantic model, a class's probability may be
+the mean of that model and the share of that class among the message's nearest training messages (``neighbours``
+in the file, chosen per class out of fold; 0 keeps the model alone): the model generalises, the neighbours keep a
+message next to many look-alikes of one label from being carried by a single word.
 Crisis may also be scored on each sentence of the message (the highest counts, so one disclosure inside a long,
 ordinary message still counts) when that won out of fold at fitting (``by_sentence`` in the file). Without the
 semantic model the lexical models (cues and domain terms only, fitted on the same material) decide, and the product
@@ -36,6 +37,7 @@ import numpy as np
 from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel
+from veracity.semantic.network import NetworkModel
 from veracity.text import sentence_spans
 
 CRISIS = "crisis"
@@ -111,13 +113,14 @@ def feature_rows(
 
 @dataclass(frozen=True)
 class Head:
-    """One class's fitted model (``features`` names the embedding as one entry for its 384 columns)."""
+    """One class's fitted model, logistic or network as the fit chose (``features`` names the embedding as one
+    entry for its 384 columns)."""
 
-    model: LogisticModel
+    model: LogisticModel | NetworkModel
     by_sentence: bool = False
     """Crisis only: also score each sentence of the message and keep the highest (chosen at fitting)."""
     neighbours: int = 0
-    """Nearest training messages averaged in (0: the logistic model alone; chosen at fitting)."""
+    """Nearest training messages averaged in (0: the model alone; chosen at fitting)."""
 
     @property
     def threshold(self) -> float:
@@ -125,8 +128,11 @@ class Head:
 
     @classmethod
     def from_fit(cls, data: dict[str, Any], features: tuple[str, ...]) -> Head:
+        family = data.get("family", "logistic")
+        if family not in ("logistic", "network"):
+            raise ValueError(f"screen.json: unknown model family {family!r}")
         return cls(
-            LogisticModel.from_dict(data, features),
+            NetworkModel.from_dict(data, features) if family == "network" else LogisticModel.from_dict(data, features),
             bool(data.get("by_sentence", False)),
             int(data.get("neighbours", 0)),
         )
@@ -210,7 +216,7 @@ class LearnedScreen:
         )
 
     def _probability(self, name: str, rows: np.ndarray, similarity: np.ndarray | None, first: int) -> np.ndarray:
-        """The class's logistic probability for ``rows``, averaged with its share among their nearest training
+        """The class's model's probability for ``rows``, averaged with its share among their nearest training
         messages when the fit chose neighbours (``similarity[first:]`` holds those rows against every message)."""
         head = self.heads[name]
         p = head.model.probability(rows)

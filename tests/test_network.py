@@ -1,0 +1,42 @@
+"""The one-hidden-layer network a fit may choose instead of a logistic model (the screen's heads)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from veracity.guards.screen_model import Head
+from veracity.semantic.logistic import fit_logistic, predict
+from veracity.semantic.network import NetworkModel, fit_network, network_dict, network_predict
+
+
+def conjunctions(n: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """Two cues that mean something only together or only apart (exclusive or), plus a noise column: the case a
+    sum of weights cannot express."""
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    x = np.column_stack([a, b, rng.normal(size=n)]).astype(np.float64)
+    return x, (a ^ b).astype(np.float64)
+
+
+def test_the_network_learns_what_a_sum_of_weights_cannot() -> None:
+    x, y = conjunctions()
+    network = network_predict(x, *fit_network(x, y, 0.001))
+    logistic = predict(x, *fit_logistic(x, y, 0.01))
+    assert ((network >= 0.5) == (y == 1)).mean() == 1.0
+    assert ((logistic >= 0.5) == (y == 1)).mean() < 0.8
+
+
+def test_a_fit_is_deterministic_and_the_shipped_form_scores_as_the_fitted_one() -> None:
+    x, y = conjunctions()
+    first, second = fit_network(x, y, 0.01), fit_network(x, y, 0.01)
+    assert all(np.array_equal(np.asarray(p), np.asarray(q)) for p, q in zip(first, second, strict=True))
+    shipped = NetworkModel.from_dict({**network_dict(first), "threshold": 0.5}, ("a", "b", "noise"))
+    assert shipped.threshold == 0.5
+    assert shipped.probability(x) == pytest.approx(network_predict(x, *first), abs=1e-4)
+    assert shipped.probability(np.zeros((0, 3))).tolist() == []
+
+
+def test_a_head_of_an_unknown_family_is_refused_at_load() -> None:
+    with pytest.raises(ValueError, match="unknown model family 'forest'"):
+        Head.from_fit({"family": "forest", "threshold": 0.5}, ("embedding",))
