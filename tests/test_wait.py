@@ -238,7 +238,9 @@ async def test_the_engines_writers_queue_at_the_gate_from_their_first_write_to_c
             )
             writing.set()
             await finish.wait()
-        order.append("the long write")
+            # Recorded before the commit that releases the gate: appended after it, the queued writers (woken by
+            # the release while this task still closes its session) could record theirs first.
+            order.append("the long write")
 
     async def write(name: str, run_id: str, background: bool) -> None:
         if background:
