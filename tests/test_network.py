@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from veracity.guards.screen_fit import head_dict
+from veracity.guards.screen_material import fit_head, head_predict
 from veracity.guards.screen_model import Head
 from veracity.semantic.logistic import fit_logistic, predict
 from veracity.semantic.network import NetworkModel, fit_network, network_dict, network_predict
@@ -32,7 +34,6 @@ def test_a_fit_is_deterministic_and_the_shipped_form_scores_as_the_fitted_one() 
     first, second = fit_network(x, y, 0.01), fit_network(x, y, 0.01)
     assert all(np.array_equal(np.asarray(p), np.asarray(q)) for p, q in zip(first, second, strict=True))
     shipped = NetworkModel.from_dict({**network_dict(first), "threshold": 0.5}, ("a", "b", "noise"))
-    assert shipped.threshold == 0.5
     assert shipped.probability(x) == pytest.approx(network_predict(x, *first), abs=1e-4)
     assert shipped.probability(np.zeros((0, 3))).tolist() == []
 
@@ -40,3 +41,23 @@ def test_a_fit_is_deterministic_and_the_shipped_form_scores_as_the_fitted_one() 
 def test_a_head_of_an_unknown_family_is_refused_at_load() -> None:
     with pytest.raises(ValueError, match="unknown model family 'forest'"):
         Head.from_fit({"family": "forest", "threshold": 0.5}, ("embedding",))
+
+
+def test_either_family_ships_as_the_fit_scored_it() -> None:
+    """What ``make fit-screen`` writes for a head of either family, read back as the screen reads it, scores as
+    the fitted model did (a refit may choose logistic again for any class)."""
+    x, y = conjunctions()
+    for family, strength in (("logistic", 0.01), ("network", 0.001)):
+        fitted = fit_head(family, x, y, strength)
+        head = Head.from_fit({**head_dict(fitted), "threshold": 0.4}, ("a", "b", "noise"))
+        assert head.threshold == 0.4
+        assert head.model.probability(x) == pytest.approx(head_predict(fitted, x), abs=1e-4), family
+
+
+def test_network_parameters_that_do_not_fit_together_are_refused_at_load() -> None:
+    x, y = conjunctions()
+    shipped = network_dict(fit_network(x, y, 0.01))
+    with pytest.raises(ValueError, match="do not fit together"):
+        NetworkModel.from_dict({**shipped, "weights": shipped["weights"][:-1], "threshold": 0.5}, ("a", "b", "c"))
+    with pytest.raises(ValueError, match="do not fit together"):
+        NetworkModel.from_dict({**shipped, "mean": shipped["mean"] + [0.0], "threshold": 0.5}, ("a", "b", "c"))

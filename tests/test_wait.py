@@ -224,11 +224,14 @@ async def test_the_engines_writers_queue_at_the_gate_from_their_first_write_to_c
     order: list[str] = []
     writing, finish = asyncio.Event(), asyncio.Event()
 
-    async def create(run_id: str) -> None:
+    async def create(run_id: str, name: str) -> None:
         async with sessionmaker() as session, session.begin():
             await runs_repo.create_run(
                 session=session, run_id=run_id, template_id="answer", question="q", corpus="small", budgets={}
             )
+            # Recorded before the commit that releases the gate: recorded after it, the writer the release woke
+            # could commit and record itself while this one still closes its session.
+            order.append(name)
 
     async def long_run_write() -> None:
         background_writes()
@@ -238,15 +241,12 @@ async def test_the_engines_writers_queue_at_the_gate_from_their_first_write_to_c
             )
             writing.set()
             await finish.wait()
-            # Recorded before the commit that releases the gate: appended after it, the queued writers (woken by
-            # the release while this task still closes its session) could record theirs first.
-            order.append("the long write")
+            order.append("the long write")  # before the commit, as in create
 
     async def write(name: str, run_id: str, background: bool) -> None:
         if background:
             background_writes()
-        await create(run_id)
-        order.append(name)
+        await create(run_id, name)
 
     try:
         async with sessionmaker() as session:  # reading takes nothing

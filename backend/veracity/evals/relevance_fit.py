@@ -39,7 +39,7 @@ from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
 from veracity.search.memindex import MemoryIndex
-from veracity.semantic.logistic import L2, auc, fit_logistic, predict
+from veracity.semantic.logistic import L2, auc, fit_logistic, logistic_dict, predict
 from veracity.semantic.model import SemanticModel, head_text, load_semantics
 from veracity.semantic.relevance import Candidate, features, strength
 from veracity.text import sentence_spans
@@ -243,10 +243,7 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
         }
     return {
         "features": list(names),
-        "weights": [round(float(v), 6) for v in w],
-        "bias": round(b, 6),
-        "mean": [round(float(v), 6) for v in m],
-        "scale": [round(float(v), 6) for v in s],
+        **logistic_dict((w, b, m, s)),
         "threshold": best["threshold"],
         "cv": {
             "folds": FOLDS,

@@ -33,17 +33,17 @@ import numpy as np
 
 from veracity.guards.screen_material import FOLDS, Fitted, Material, fit_head, read_material
 from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES
-from veracity.semantic.logistic import auc
+from veracity.semantic.logistic import auc, logistic_dict
 from veracity.semantic.model import load_semantics
-from veracity.semantic.network import network_dict
+from veracity.semantic.network import EPOCHS, HIDDEN, LEARNING_RATE, SEED, network_dict
 
 L2_GRID = (0.01, 0.1, 1.0)
 DECAY_GRID = (0.001, 0.01)
 """Weight decay of the network family (``semantic.network``), chosen with the family by out-of-fold log-loss."""
 CANDIDATES = tuple(("logistic", l2) for l2 in L2_GRID) + tuple(("network", d) for d in DECAY_GRID)
 NEIGHBOURS_GRID = (0, 5, 10, 20)
-"""Nearest training messages whose share of a class is averaged with its logistic probability (0: the logistic
-model alone), chosen per class by out-of-fold log-loss; only with the semantic model."""
+"""Nearest training messages whose share of a class is averaged with its model's probability (0: the model alone),
+chosen per class by out-of-fold log-loss; only with the semantic model."""
 BETA = {CRISIS: 2.0, **{d: 1.0 for d in ADVICE}}
 MAX_FALSE_POSITIVE_RATE = {CRISIS: 0.05, **{d: 0.03 for d in ADVICE}}
 """Share of a class's negatives its cut-off may flag out of fold. Crisis: the issue's bound on false crisis (5%),
@@ -82,16 +82,7 @@ def best_threshold(y: np.ndarray, p: np.ndarray, beta: float, budget: float) -> 
 def head_dict(model: Fitted) -> dict[str, Any]:
     """A fitted model's parameters as the shipped file holds them."""
     family, params = model
-    if family == "network":
-        return network_dict(params)
-    weights, bias, mean, scale = params
-    return {
-        "family": "logistic",
-        "weights": [round(float(v), 6) for v in weights],
-        "bias": round(bias, 6),
-        "mean": [round(float(v), 6) for v in mean],
-        "scale": [round(float(v), 6) for v in scale],
-    }
+    return network_dict(params) if family == "network" else {"family": "logistic", **logistic_dict(params)}
 
 
 def log_loss(y: np.ndarray, p: np.ndarray) -> float:
@@ -191,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         " (veracity.guards.screen_material.fold_of)",
         "selection": "per class: a logistic model (L2 from "
         + str(list(L2_GRID))
-        + ") or a one-hidden-layer network (weight decay from "
+        + ") or a one-hidden-layer network ("
+        + f"{HIDDEN} units, {EPOCHS} steps of full-batch Adam at {LEARNING_RATE:g}, seed {SEED}, weight decay from "
         + str(list(DECAY_GRID))
         + ") by out-of-fold log-loss, then the nearest messages averaged in from "
         + str(list(NEIGHBOURS_GRID))

@@ -114,7 +114,7 @@ class Material:
         neighbours: int = 0,
         train: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Probabilities of the given rows, as at run time: the logistic model's, averaged with the class's share
+        """Probabilities of the given rows, as at run time: the fitted model's, averaged with the class's share
         among the ``neighbours`` nearest ``train`` messages when asked; crisis, when ``by_sentence``, the max over
         the message and its sentences."""
         p = self._blend(name, head_predict(model, self.x[rows]), self.vectors, rows, neighbours, train)

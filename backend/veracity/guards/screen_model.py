@@ -259,8 +259,17 @@ def learned_screen(semantic: SemanticModel | None) -> LearnedScreen:
 
 
 def fitted_summary() -> dict[str, Any]:
-    """Where the shipped models came from and their cross-validated figures (for ``make eval-guards``)."""
+    """Where the shipped models came from, which each class uses and their cross-validated figures (for ``make
+    eval-guards``)."""
     fitted = _fitted()
-    return {k: v for k, v in fitted.items() if k not in ("semantic", "lexical")} | {
-        mode: fitted[mode]["cv"] for mode in ("semantic", "lexical")
-    }
+    chosen = ("family", "penalty", "neighbours", "by_sentence")
+    return (
+        {k: v for k, v in fitted.items() if k not in ("semantic", "lexical")}
+        | {mode: fitted[mode]["cv"] for mode in ("semantic", "lexical")}
+        | {
+            "models": {
+                mode: {name: {k: head.get(k) for k in chosen} for name, head in fitted[mode]["heads"].items()}
+                for mode in ("semantic", "lexical")
+            }
+        }
+    )

@@ -1,6 +1,7 @@
-"""The logistic models the project fits offline and ships as JSON (relevance, the screen, the judge): one model
-class for run time, one loader for the shipped files, and the fitting and figure helpers every ``fit`` module
-shares (standardised features, L2-regularised Newton steps, tie-aware AUC)."""
+"""The logistic models the project fits offline and ships as JSON (relevance, the judge, and a candidate for each
+of the screen's heads beside ``semantic.network``): one model class for run time, one loader for the shipped files,
+and the fitting and figure helpers every ``fit`` module shares (standardised features, L2-regularised Newton steps,
+the shipped form of a fit, tie-aware AUC)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class LogisticModel:
         if len(x) == 0:
             return np.zeros(0)
         z = ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
-        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))))
+        return sigmoid(z)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], features: tuple[str, ...] | None = None) -> LogisticModel:
@@ -53,6 +54,22 @@ def load_fit(package: str, name: str) -> dict[str, Any]:
     return data
 
 
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """The logistic function, its argument clipped so that ``exp`` cannot overflow."""
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))))
+
+
+def logistic_dict(params: tuple[np.ndarray, float, np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """A fitted logistic model's parameters (``fit_logistic``'s result) as the shipped files hold them."""
+    weights, bias, mean, scale = params
+    return {
+        "weights": [round(float(v), 6) for v in weights],
+        "bias": round(bias, 6),
+        "mean": [round(float(v), 6) for v in mean],
+        "scale": [round(float(v), 6) for v in scale],
+    }
+
+
 def standardiser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and scale of each column; a column constant in the material gets scale 1 (no weight), not 1/0. A spread
     below 1e-6 counts as constant: the fitted files keep six decimals, and a smaller scale would be written as 0."""
@@ -68,7 +85,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, f
     w = np.zeros(z.shape[1])
     penalty = np.r_[np.full(z.shape[1] - 1, l2), 0.0]
     for _ in range(60):
-        p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
+        p = sigmoid(z @ w)
         grad = z.T @ (p - y) / len(y) + penalty * w
         hess = (z * (p * (1 - p))[:, None]).T @ z / len(y) + np.diag(penalty)
         step = np.linalg.solve(hess + 1e-9 * np.eye(len(w)), grad)
@@ -79,7 +96,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, f
 
 
 def predict(x: np.ndarray, w: np.ndarray, b: float, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    return np.asarray(1 / (1 + np.exp(-np.clip(((x - mean) / scale) @ w + b, -30, 30))))
+    return sigmoid(((x - mean) / scale) @ w + b)
 
 
 def auc(y: np.ndarray, p: np.ndarray) -> float:

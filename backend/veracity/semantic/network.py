@@ -1,7 +1,8 @@
-"""A small feed-forward network, fitted offline and shipped as JSON beside the logistic models (the screen's crisis
-head): standardised features, one hidden layer of rectified units, a logistic output. It reads the same feature
+"""A small feed-forward network, fitted offline and shipped as JSON beside the logistic models (the screen's
+heads): standardised features, one hidden layer of rectified units, a logistic output. It reads the same feature
 rows as a logistic model, so a fit can choose between the two out of fold. Fitting is deterministic (a fixed seed,
-full-batch Adam), so every run of a fit on the same material writes the same file.
+full-batch Adam), so every run of a fit on the same material and machine writes the same file (another CPU's matrix
+kernels may round differently over the steps).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from veracity.semantic.logistic import standardiser
+from veracity.semantic.logistic import sigmoid, standardiser
 
 HIDDEN = 64
 """Hidden units: enough to combine the embedding with the cues (a crisis is "first person" *and* "wants to die",
@@ -40,7 +41,7 @@ def fit_network(x: np.ndarray, y: np.ndarray, decay: float, *, hidden: int = HID
     second = [np.zeros_like(p) for p in params]
     for step in range(1, EPOCHS + 1):
         h = np.maximum(z @ params[0] + params[1], 0.0)
-        p = 1.0 / (1.0 + np.exp(-np.clip(h @ params[2] + params[3][0], -30, 30)))
+        p = sigmoid(h @ params[2] + params[3][0])
         g = (p - y) / len(y)
         back = np.outer(g, params[2]) * (h > 0)
         grads = [z.T @ back + decay * params[0], back.sum(axis=0), h.T @ g + decay * params[2], np.array([g.sum()])]
@@ -63,7 +64,7 @@ def network_predict(
     if len(x) == 0:
         return np.zeros(0)
     h = np.maximum(((x - mean) / scale) @ hidden + hidden_bias, 0.0)
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(h @ weights + bias, -30, 30))))
+    return sigmoid(h @ weights + bias)
 
 
 def network_dict(params: NetworkParams) -> dict[str, Any]:
@@ -101,4 +102,15 @@ class NetworkModel:
             np.asarray(data["mean"], dtype=np.float64),
             np.asarray(data["scale"], dtype=np.float64),
         )
+        hidden, hidden_bias, weights, _, mean, scale = params
+        if not (
+            hidden.ndim == 2
+            and hidden.shape == (len(mean), len(hidden_bias))
+            and len(weights) == len(hidden_bias)
+            and len(scale) == len(mean)
+        ):
+            raise ValueError(
+                f"network parameters do not fit together: hidden {hidden.shape}, hidden bias {len(hidden_bias)}, "
+                f"weights {len(weights)}, mean {len(mean)}, scale {len(scale)}"
+            )
         return cls(features, params, float(data["threshold"]))

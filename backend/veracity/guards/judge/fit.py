@@ -36,7 +36,7 @@ from veracity.guards.judge.learned import claim_label, clause_labels
 from veracity.guards.judge.material import Example, Rows, clause_rows, read_material, split_of
 from veracity.guards.judge.signals import LEXICAL_FEATURES, NOT_READ, SEMANTIC_FEATURES, SIGNS
 from veracity.ports import LABEL_ORDER, Label
-from veracity.semantic.logistic import L2, auc, predict, standardiser
+from veracity.semantic.logistic import L2, auc, logistic_dict, predict, sigmoid, standardiser
 from veracity.semantic.model import load_semantics
 from veracity.semantic.nli import process_contradiction
 
@@ -123,15 +123,11 @@ def figures(examples: list[Example], gold: np.ndarray, judged: np.ndarray, p_u: 
 def _model(
     params: tuple[Any, ...], names: tuple[str, ...], t_u: float, t_s: float, reader: tuple[float, float]
 ) -> dict[str, Any]:
-    w, b, m, sd = params
     return {
         "contradiction_above": None if math.isinf(reader[0]) else reader[0],
         "contradiction_share": reader[1],
         "features": list(names),
-        "weights": [round(float(v), 6) for v in w],
-        "bias": round(b, 6),
-        "mean": [round(float(v), 6) for v in m],
-        "scale": [round(float(v), 6) for v in sd],
+        **logistic_dict(params),
         "threshold": t_s,
         "unsupported_below": t_u,
     }
@@ -165,7 +161,7 @@ def fit_signed(x: np.ndarray, y: np.ndarray, signs: np.ndarray) -> tuple[np.ndar
     for _ in range(MAX_SWEEPS):
         moved = 0.0
         for j in range(-1, z.shape[1]):
-            p = 1 / (1 + np.exp(-np.clip(z @ w + b, -30, 30)))
+            p = sigmoid(z @ w + b)
             if j < 0:
                 step = float((p - y).mean() / ((p * (1 - p)).mean() + 1e-9))
                 b -= step
