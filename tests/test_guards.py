@@ -29,7 +29,7 @@ from veracity.guards.gate import check, missing_required, supported_shortfall
 from veracity.guards.grounding import ground
 from veracity.guards.io import ScreenItem, VerifyItem, parse_lines
 from veracity.guards.reviewer import parse_verdict
-from veracity.guards.status import confidence, section_status, with_status
+from veracity.guards.status import confidence, section_status, section_support, with_status
 from veracity.guards.supervisor import supervisor_violations
 from veracity.ports import ComposeRequest, Judgement, Source
 from veracity.specs.models import Spec
@@ -385,13 +385,40 @@ def test_confidence_is_mean_label_weight_times_supported_required_share() -> Non
         ),
         section("extra").model_copy(update={"status": "not_found"}),
     ]
-    # mean (1 + 0.6 + 1 + 0) / 4 = 0.65; one of two required sections supported: 0.65 * 0.5
-    assert confidence(spec, draft) == 0.325
+    # mean (1 + 0.6 + 1 + 0) / 4 = 0.65; of the two required sections, "context" is supported and "findings" is
+    # thin, citing one of the two evidences it needs (half supported): 0.65 * (1 + 0.5) / 2
+    assert confidence(spec, draft) == 0.488
     assert confidence(spec, draft, stated=0.2) == 0.2  # capped by what the composer stated
-    assert confidence(spec, draft, stated=0.9) == 0.325  # never raised by it
+    assert confidence(spec, draft, stated=0.9) == 0.488  # never raised by it
+    nothing_found = [draft[0].model_copy(update={"status": "not_found"}), *draft[1:]]
+    assert confidence(spec, nothing_found) == 0.325  # a section with nothing found counts zero
     all_supported = [s.model_copy(update={"status": "supported"}) for s in draft]
     assert confidence(spec, all_supported) == 0.65
     assert confidence(spec, [section("findings"), section("context")]) == 0.0  # no claims
+
+
+def test_a_thin_section_counts_the_share_of_the_evidence_it_needs_that_it_cites() -> None:
+    """A one-sentence answer where two sources were asked for ships thin: half supported, not a confidence of 0
+    beside every sentence marked supported."""
+    spec = status_spec()
+    one_of_two = section("findings", labelled("supported", "a")).model_copy(update={"status": "thin_evidence"})
+    assert section_support(spec, one_of_two) == 0.5
+    assert (
+        confidence(
+            spec,
+            [one_of_two, section("context", labelled("supported", "b")).model_copy(update={"status": "supported"})],
+        )
+        == 0.75
+    )
+    unsupported_only = one_of_two.model_copy(update={"claims": [labelled("unsupported", "a")]})
+    assert section_support(spec, unsupported_only) == 0.0  # an unsupported claim cites nothing
+    three = status_spec(
+        sections=[{"id": "findings", "title": "F", "description": "d", "required": True, "min_evidence": 3}]
+    )
+    two_of_three = section("findings", labelled("supported", "a"), labelled("partial", "b"), labelled("supported", "a"))
+    assert section_support(three, two_of_three.model_copy(update={"status": "thin_evidence"})) == pytest.approx(2 / 3)
+    assert section_support(three, two_of_three.model_copy(update={"status": "not_found"})) == 0.0
+    assert section_support(three, two_of_three.model_copy(update={"status": "supported"})) == 1.0
 
 
 def test_confidence_counts_claims_cut_as_off_topic_as_zero() -> None:

@@ -46,13 +46,26 @@ def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence])
     return [s.model_copy(update={"status": section_status(spec, s, by_id, now)}) for s in draft]
 
 
+def section_support(spec: Spec, section: SectionDraft) -> float:
+    """1 for a supported section, 0 for one with nothing found (or only stale sources); a thin section counts the
+    share of its ``min_evidence`` its grounded claims cite: a one-sentence answer where two sources were asked for
+    is half supported, not unsupported (it ships, and a confidence of 0 would say nothing of it was trusted)."""
+    if section.status == "supported":
+        return 1.0
+    if section.status != "thin_evidence":
+        return 0.0
+    cited = {e for c in section.claims if c.label in ("supported", "partial") for e in c.evidence_ids}
+    needed = max(1, spec.section(section.id).min_evidence)
+    return min(len(cited), needed - 1) / needed
+
+
 def confidence(
     spec: Spec, draft: list[SectionDraft], stated: float | None = None, *, partial_weight: float | None = None
 ) -> float:
     """Mean label weight over every claim the composer drafted, a claim the relevance check cut as off topic
     counting zero (so the share of the draft that answers the question weighs in, not just how well the kept
-    claims are anchored), times the share of required sections that are supported (which needs enough relevant
-    claims); capped by the composer's own stated confidence when it gives one.
+    claims are anchored), times how far the required sections are supported (``section_support``); capped by the
+    composer's own stated confidence when it gives one.
 
     The relevance model's raw probabilities are not used as weights: they are relative to a pool of candidates
     (about one in five relevant), so a true answer sentence may score 0.35 — above the cut-off, yet it would
@@ -64,6 +77,6 @@ def confidence(
         return 0.0
     mean = sum(weights.get(c.label or "unsupported", 0.0) for c in claims) / (len(claims) + cut)
     required = [s for s in draft if spec.section(s.id).required]
-    share = sum(1 for s in required if s.status == "supported") / len(required) if required else 1.0
+    share = sum(section_support(spec, s) for s in required) / len(required) if required else 1.0
     value = mean * share
     return round(min(value, stated) if stated is not None else value, 3)
