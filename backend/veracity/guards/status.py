@@ -49,7 +49,9 @@ def with_status(spec: Spec, draft: list[SectionDraft], evidence: list[Evidence])
 def section_support(spec: Spec, section: SectionDraft) -> float:
     """1 for a supported section, 0 for one with nothing found (or only stale sources); a thin section counts the
     share of its ``min_evidence`` its grounded claims cite: a one-sentence answer where two sources were asked for
-    is half supported, not unsupported (it ships, and a confidence of 0 would say nothing of it was trusted)."""
+    is half supported, not unsupported (it ships, and a confidence of 0 would say nothing of it was trusted). The
+    ids are the claims' own, never checked against the run's evidence here: a claim citing an id the run did not
+    retrieve fails the citation check and never ships, and the cap keeps a thin section below a supported one."""
     if section.status == "supported":
         return 1.0
     if section.status != "thin_evidence":
