@@ -37,12 +37,11 @@ def format_screen_fit(summary: dict[str, Any]) -> str:
         )
         for name in CLASSES:
             t = cv[name]["at_threshold"]
-            model = summary.get("models", {}).get(mode, {}).get(name, {})
+            model = summary["models"][mode][name]
             lines.append(
                 f"  {name:10} auc {cv[name]['auc']:.3f}  cut-off {t['threshold']:.2f}  precision {t['precision']:.3f}"
                 f"  recall {t['recall']:.3f}  false positives {t['false_positive_rate']:.3f}"
-                f"  ({model.get('family', 'logistic')}, penalty {model.get('penalty')}, "
-                f"{model.get('neighbours') or 0} neighbours)"
+                f"  ({model['family']}, penalty {model['penalty']}, {model['neighbours']} neighbours)"
             )
     return "\n".join(lines)
 

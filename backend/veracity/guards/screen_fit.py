@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.screen_material import FOLDS, Fitted, Material, fit_head, read_material
+from veracity.guards.screen_material import FOLDS, Material, read_material
 from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES
-from veracity.semantic.logistic import auc, logistic_dict
+from veracity.semantic.logistic import auc
 from veracity.semantic.model import load_semantics
-from veracity.semantic.network import EPOCHS, HIDDEN, LEARNING_RATE, SEED, network_dict
+from veracity.semantic.network import EPOCHS, HIDDEN, LEARNING_RATE, SEED, family_dict, fit_family
 
 L2_GRID = (0.01, 0.1, 1.0)
 DECAY_GRID = (0.001, 0.01)
@@ -79,12 +79,6 @@ def best_threshold(y: np.ndarray, p: np.ndarray, beta: float, budget: float) -> 
     return max(allowed)[1] if allowed else float(grid[-1])
 
 
-def head_dict(model: Fitted) -> dict[str, Any]:
-    """A fitted model's parameters as the shipped file holds them."""
-    family, params = model
-    return network_dict(params) if family == "network" else {"family": "logistic", **logistic_dict(params)}
-
-
 def log_loss(y: np.ndarray, p: np.ndarray) -> float:
     p = np.clip(p, 1e-6, 1 - 1e-6)
     return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
@@ -111,10 +105,10 @@ def fit_mode(material: Material, names: tuple[str, ...]) -> dict[str, Any]:
             t_s = best_threshold(y, p_s, BETA[name], MAX_FALSE_POSITIVE_RATE[name])
             if at(y, p_s, t_s, BETA[name])["f2"] > at(y, p, threshold, BETA[name])["f2"]:
                 p, threshold, by_sentence = p_s, t_s, True
-        model = fit_head(family, *material.training_set(name, np.arange(len(material.rows))), strength)
+        model = fit_family(family, *material.training_set(name, np.arange(len(material.rows))), strength)
         heads[name] = {
             "by_sentence": by_sentence,
-            **head_dict(model),
+            **family_dict(model),
             "threshold": threshold,
             "penalty": strength,
             "neighbours": neighbours,

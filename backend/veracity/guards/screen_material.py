@@ -10,33 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from veracity.guards.cues import normalise
 from veracity.guards.screen_model import CLASSES, CRISIS, LEXICAL_FEATURES, MAX_SENTENCES, feature_rows, neighbour_share
-from veracity.semantic.logistic import fit_logistic, predict
 from veracity.semantic.model import SemanticModel
-from veracity.semantic.network import fit_network, network_predict
+from veracity.semantic.network import Fitted, fit_family, predict_family
 from veracity.text import sentence_spans
 
-Fitted = tuple[str, tuple[Any, ...]]
-"""A model family (``logistic`` or ``network``) and its fitted parameters."""
 FOLDS = 5
 LABELS = frozenset((*CLASSES, "none"))
-
-
-def fit_head(family: str, x: np.ndarray, y: np.ndarray, strength: float) -> Fitted:
-    """A class's model of ``family`` fitted on ``x``, ``y``; ``strength`` is its penalty (L2 or weight decay)."""
-    if family == "network":
-        return family, fit_network(x, y, strength)
-    return family, fit_logistic(x, y, strength)
-
-
-def head_predict(model: Fitted, x: np.ndarray) -> np.ndarray:
-    family, params = model
-    return network_predict(x, *params) if family == "network" else predict(x, *params)
 
 
 def fold_of(text: str) -> int:
@@ -117,12 +101,12 @@ class Material:
         """Probabilities of the given rows, as at run time: the fitted model's, averaged with the class's share
         among the ``neighbours`` nearest ``train`` messages when asked; crisis, when ``by_sentence``, the max over
         the message and its sentences."""
-        p = self._blend(name, head_predict(model, self.x[rows]), self.vectors, rows, neighbours, train)
+        p = self._blend(name, predict_family(model, self.x[rows]), self.vectors, rows, neighbours, train)
         if name == CRISIS and by_sentence and len(self.sentence_owner):
             by_row = {int(r): k for k, r in enumerate(rows)}
             mine = np.flatnonzero(np.isin(self.sentence_owner, rows))
             if len(mine):
-                sentence_p = head_predict(model, self.sentence_x[mine])
+                sentence_p = predict_family(model, self.sentence_x[mine])
                 sentence_p = self._blend(name, sentence_p, self.sentence_vectors, mine, neighbours, train)
                 for owner, value in zip(self.sentence_owner[mine], sentence_p, strict=True):
                     k = by_row[int(owner)]
@@ -154,7 +138,7 @@ class Material:
             train = np.flatnonzero(self.folds != fold)
             key = (name, family, strength, fold)
             if key not in self._fold_models:
-                self._fold_models[key] = fit_head(family, *self.training_set(name, train), strength)
+                self._fold_models[key] = fit_family(family, *self.training_set(name, train), strength)
             model = self._fold_models[key]
             test = np.flatnonzero(use & (self.folds == fold))
             p[test] = self.score(name, model, test, by_sentence, neighbours, train)

@@ -37,7 +37,7 @@ import numpy as np
 from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel
-from veracity.semantic.network import NetworkModel
+from veracity.semantic.network import NetworkModel, model_from_dict
 from veracity.text import sentence_spans
 
 CRISIS = "crisis"
@@ -128,11 +128,8 @@ class Head:
 
     @classmethod
     def from_fit(cls, data: dict[str, Any], features: tuple[str, ...]) -> Head:
-        family = data.get("family", "logistic")
-        if family not in ("logistic", "network"):
-            raise ValueError(f"screen.json: unknown model family {family!r}")
         return cls(
-            NetworkModel.from_dict(data, features) if family == "network" else LogisticModel.from_dict(data, features),
+            model_from_dict(data, features),
             bool(data.get("by_sentence", False)),
             int(data.get("neighbours", 0)),
         )

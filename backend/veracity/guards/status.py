@@ -21,15 +21,24 @@ def _published(value: str | None) -> datetime | None:
     return parsed.replace(tzinfo=UTC)
 
 
+def cited_evidence(section: SectionDraft, known: dict[str, Evidence] | None = None) -> set[str]:
+    """The distinct evidences the section's grounded claims (supported or partial) cite; with ``known``, only those
+    the run retrieved."""
+    return {
+        e
+        for c in section.claims
+        if c.label in ("supported", "partial")
+        for e in c.evidence_ids
+        if known is None or e in known
+    }
+
+
 def section_status(spec: Spec, section: SectionDraft, by_id: dict[str, Evidence], now: datetime) -> SectionStatus:
     """``supported``: relevant, grounded claims citing at least the section's ``min_evidence`` distinct evidences;
     ``thin_evidence``: fewer;
     ``not_found``: none; ``stale``: every source older than the template allows. (Claims the relevance check cut
     are no longer in the section, so only relevant claims count.)"""
-    grounded = [
-        c for c in section.claims if c.label in ("supported", "partial") and any(e in by_id for e in c.evidence_ids)
-    ]
-    cited = {eid for c in grounded for eid in c.evidence_ids if eid in by_id}
+    cited = cited_evidence(section, by_id)
     if not cited:
         return "not_found"
     if spec.stale_after_days:
@@ -56,9 +65,8 @@ def section_support(spec: Spec, section: SectionDraft) -> float:
         return 1.0
     if section.status != "thin_evidence":
         return 0.0
-    cited = {e for c in section.claims if c.label in ("supported", "partial") for e in c.evidence_ids}
     needed = max(1, spec.section(section.id).min_evidence)
-    return min(len(cited), needed - 1) / needed
+    return min(len(cited_evidence(section)), needed - 1) / needed
 
 
 def confidence(

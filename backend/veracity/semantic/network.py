@@ -1,8 +1,9 @@
 """A small feed-forward network, fitted offline and shipped as JSON beside the logistic models (the screen's
 heads): standardised features, one hidden layer of rectified units, a logistic output. It reads the same feature
-rows as a logistic model, so a fit can choose between the two out of fold. Fitting is deterministic (a fixed seed,
-full-batch Adam), so every run of a fit on the same material and machine writes the same file (another CPU's matrix
-kernels may round differently over the steps).
+rows as a logistic model, so a fit can choose between the two out of fold; the functions at the end
+(``fit_family``, ``predict_family``, ``family_dict``, ``model_from_dict``) are the one place that tells the two
+families apart. Fitting is deterministic (a fixed seed, full-batch Adam): every run of a fit on the same material
+and machine writes the same file (another CPU's matrix kernels may round differently over the steps).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from veracity.semantic.logistic import sigmoid, standardiser
+from veracity.semantic.logistic import LogisticModel, fit_logistic, logistic_dict, predict, sigmoid, standardiser
 
 HIDDEN = 64
 """Hidden units: enough to combine the embedding with the cues (a crisis is "first person" *and* "wants to die",
@@ -25,16 +26,16 @@ NetworkParams = tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.
 """hidden weights (features × units), hidden bias, output weights, output bias, mean, scale."""
 
 
-def fit_network(x: np.ndarray, y: np.ndarray, decay: float, *, hidden: int = HIDDEN) -> NetworkParams:
+def fit_network(x: np.ndarray, y: np.ndarray, decay: float) -> NetworkParams:
     """A one-hidden-layer network fitted by full-batch Adam on the mean log-loss plus ``decay``/2 times the
     squared weights (the biases are not penalised)."""
     mean, scale = standardiser(x)
     z = (x - mean) / scale
     rng = np.random.default_rng(SEED)
     params = [
-        rng.normal(0.0, np.sqrt(2.0 / z.shape[1]), (z.shape[1], hidden)),
-        np.zeros(hidden),
-        rng.normal(0.0, np.sqrt(1.0 / hidden), hidden),
+        rng.normal(0.0, np.sqrt(2.0 / z.shape[1]), (z.shape[1], HIDDEN)),
+        np.zeros(HIDDEN),
+        rng.normal(0.0, np.sqrt(1.0 / HIDDEN), HIDDEN),
         np.zeros(1),
     ]
     first = [np.zeros_like(p) for p in params]
@@ -114,3 +115,35 @@ class NetworkModel:
                 f"weights {len(weights)}, mean {len(mean)}, scale {len(scale)}"
             )
         return cls(features, params, float(data["threshold"]))
+
+
+# ---- either family ---------------------------------------------------------------------------------------------
+
+FAMILIES = ("logistic", "network")
+Fitted = tuple[str, tuple[Any, ...]]
+"""A model family and its fitted parameters (``fit_logistic``'s or ``fit_network``'s result)."""
+
+
+def fit_family(family: str, x: np.ndarray, y: np.ndarray, strength: float) -> Fitted:
+    """A model of ``family`` fitted on ``x``, ``y``; ``strength`` is its penalty (L2 or weight decay)."""
+    return family, fit_network(x, y, strength) if family == "network" else fit_logistic(x, y, strength)
+
+
+def predict_family(model: Fitted, x: np.ndarray) -> np.ndarray:
+    family, params = model
+    return network_predict(x, *params) if family == "network" else predict(x, *params)
+
+
+def family_dict(model: Fitted) -> dict[str, Any]:
+    """A fitted model's parameters as the shipped file holds them, its family named."""
+    family, params = model
+    return network_dict(params) if family == "network" else {"family": "logistic", **logistic_dict(params)}
+
+
+def model_from_dict(data: dict[str, Any], features: tuple[str, ...]) -> LogisticModel | NetworkModel:
+    """The run-time model of a shipped head (a file without ``family`` holds a logistic model); an unknown family
+    is refused."""
+    family = data.get("family", "logistic")
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}")
+    return NetworkModel.from_dict(data, features) if family == "network" else LogisticModel.from_dict(data, features)
