@@ -152,7 +152,8 @@ async def test_every_branch_result_reaches_the_merge_through_the_additive_reduce
 
 
 async def test_extractive_draft_every_claim_anchored_and_resolving() -> None:
-    state, _ = await run_graph()
+    # A question two of the coffee sentences answer, so that the summary has a claim to move.
+    state, _ = await run_graph(question="coffee market and where coffee is grown")
     ids = {ev.id for ev in state["evidence"]}
     quotes = {ev.id: ev.quote for ev in state["evidence"]}
     claims = [c for s in state["draft"] for c in s.claims]

@@ -182,3 +182,66 @@ async def test_hybrid_search_fuses_dense_vectors_and_lifts_the_topic_a_homonym_o
     hybrid = [h.title for h in index.search(query, 3, model.encode([query])[0])]
     assert lexical.index("Battery electric vehicle") > lexical.index("Electric eel")
     assert hybrid[:2] == ["CAR", "Battery electric vehicle"]
+
+
+def _titled(texts: list[tuple[str, str]], start: int = 0) -> list[Any]:
+    from veracity.db.corpus_repo import ChunkHit
+
+    return [ChunkHit(i, i, t, t, x, start, start + len(x), 0.0, None, None) for i, (t, x) in enumerate(texts)]
+
+
+def test_a_query_naming_a_title_brings_that_articles_lead_first() -> None:
+    """BM25 prefers the sequel, which repeats the shared words; the query names "World War I" (the longest name at
+    that place, not also "World War"), so its article leads, and k still holds."""
+    index = MemoryIndex(
+        _titled(
+            [
+                ("World War II", "World War II was a war. The war after the war ended the war in 1945, war by war."),
+                ("World War I", "The Great War was fought from 1914 to 1918."),
+                ("World War", "A world war is a war involving most of the world."),
+                ("Treaty of Versailles", "The treaty ended the war; the war was over and the war ended."),
+            ]
+        )
+    )
+    lexical_order = [h.title for h in MemoryIndex(index.hits).search("world war ended", 4)]
+    assert lexical_order.index("World War I") > 0
+    hits = index.search("When had World War I ended?", 3)
+    assert [h.title for h in hits][0] == "World War I" and len(hits) == 3
+    assert "World War" not in [h.title for h in hits[:1]]
+
+
+def test_names_match_titles_by_the_rules_for_one_word_and_several() -> None:
+    named = memindex.named_titles(
+        _titled(
+            [
+                ("Australia", "A country."),
+                ("Car", "A road vehicle."),
+                ("Electric car", "A car powered by electricity."),
+                ("Python (programming language)", "A language."),
+                ("Python (genus)", "Snakes."),
+                ("I", "A letter."),
+                ("Tesla", "A unit."),
+            ]
+        )
+    )
+    titles = ["Australia", "Car", "Electric car", "Python lang", "Python genus", "I", "Tesla"]
+    rows = {h: i for i, h in enumerate(titles)}
+    assert memindex.named_in("What is the capital of Australia?", named) == [rows["Australia"]]
+    assert memindex.named_in("capital of australia", named) == []  # one word: only as written
+    assert memindex.named_in("the history of the electric car", named) == [rows["Electric car"]]  # not also "Car"
+    assert memindex.named_in("a tesla is not a Tesla", named) == [rows["Tesla"]]
+    assert memindex.named_in("Is a Car a car?", named) == []  # shorter than four characters: "Car", "CAR", "War"
+    assert memindex.named_in("How do I kill a Python process?", named) == [rows["Python lang"], rows["Python genus"]]
+    assert memindex.named_in("I", named) == []
+
+
+def test_only_an_articles_lead_passage_is_named_and_at_most_three_are_lifted() -> None:
+    later = _titled([("Mona Lisa", "Its later history.")], start=1200)
+    assert memindex.named_titles(later) == {}
+    texts = [(f"Name{i}", f"text {i} shared") for i in range(5)] + [("Other", "shared shared shared")]
+    index = MemoryIndex(_titled(texts))
+    hits = index.search("Name0 Name1 Name2 Name3 Name4 shared", 5)
+    assert all(h.title.startswith("Name") for h in hits[:3]) and len(hits) == 5
+    assert len({h.chunk_id for h in hits}) == 5  # the lifted passages are not listed twice
+    plain = [h.title for h in index.search("name0 name1 name2 name3 name4 shared", 6)]  # names not as written
+    assert [h.title for h in hits[3:]] == [t for t in plain if t not in {h.title for h in hits[:3]}][:2]

@@ -9,7 +9,8 @@ Scoring follows FTS5's ``bm25(chunks_fts, 2.0, 1.0)`` so both paths rank alike: 
 ``porter unicode61``), k1 = 1.2, b = 0.75, the row length (title + text) against the corpus average, a column
 weight of 2 on the title, and idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6. One deliberate difference:
 N and n count this corpus only (FTS5 shares one table between corpora, so one corpus's word statistics leak
-into another's ranking).
+into another's ranking). One addition: a query that names an article's title (``named_in``) gets that article's lead
+passage first — FTS5 has no such lookup, so a corpus over the size limit is ranked by BM25 alone.
 
 Freshness: an ingest (in this process or another) is noticed by a (count, max id) check of the corpus's
 passages, made at most every ``RECHECK_SECONDS`` and by one caller at a time — the others wait for its answer.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -34,8 +36,9 @@ from veracity.db.corpus_repo import ChunkHit
 from veracity.db.models import Chunk, Document
 from veracity.rank.embed import fuse_scores
 from veracity.semantic.model import SemanticModel
+from veracity.semantic.relevance import title_name
 from veracity.semantic.vectors import ensure_vectors, load_matrix
-from veracity.text import Analyzer, query_terms
+from veracity.text import STOPWORDS, Analyzer, query_terms
 
 K1, B, TITLE_WEIGHT = 1.2, 0.75, 2.0
 RECHECK_SECONDS = 1.0
@@ -49,6 +52,13 @@ class Posting:
 
 HYBRID_POOL = 40
 """Candidates taken from each half (BM25 and dense) before fusion."""
+NAMED_MAX = 3
+"""Passages a query brings to the top by naming their article's title."""
+MAX_NAME_WORDS = 8
+MIN_NAME_CHARS = 4
+"""A title shorter than this (its qualifier left out) names nothing reliably: "I", "War", "CAR" (which a question
+about the electric car would otherwise name)."""
+_NAME_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 DENSE_WEIGHT = 0.5
 """Share of the dense cosine in the fused score: the uninformed prior (both signals count equally), fixed before
 any measurement (see ``veracity.rank.embed.fuse_scores``)."""
@@ -77,6 +87,7 @@ class MemoryIndex:
                 rows, parts = postings.setdefault(term, ([], []))
                 rows.append(row)
                 parts.append(part)
+        self.named = named_titles(hits)
         n = len(hits)
         self.postings: dict[str, Posting] = {}
         for term, (rows, parts) in postings.items():
@@ -108,15 +119,22 @@ class MemoryIndex:
         scores = np.zeros(len(self.hits), dtype=np.float32)
         for p in postings:
             scores[p.rows] += p.impacts
+        named = self.named_rows(query)
         if vector is not None and self.vectors is not None and len(self.hits):
-            return self._hybrid(scores, self.vectors @ vector, k)
-        if not postings:
+            dense = self.vectors @ vector
+            return _named_first(self._hybrid(scores, dense, k + len(named)), named, dense, self.hits, k)
+        if not postings and not named:
             return []
-        k = min(k, int(np.count_nonzero(scores)))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.flatnonzero(scores)
+        k_all = min(k + len(named), int(np.count_nonzero(scores)))
+        top = np.argpartition(-scores, k_all - 1)[:k_all] if k_all < len(scores) else np.flatnonzero(scores)
         # Highest score first; ties by row, which is passage-id order (rows are loaded sorted by id).
         order = top[np.lexsort((top, -scores[top]))]
-        return [replace(self.hits[r], score=round(float(scores[r]), 6)) for r in order.tolist()]
+        found = [replace(self.hits[r], score=round(float(scores[r]), 6)) for r in order.tolist()]
+        return _named_first(found, named, scores, self.hits, k)
+
+    def named_rows(self, query: str) -> list[int]:
+        """The lead passages of the articles whose titles the query names (``named_in``)."""
+        return named_in(query, self.named)
 
     def _hybrid(self, lexical: npt.NDArray[np.float32], dense: npt.NDArray[np.float32], k: int) -> list[ChunkHit]:
         """BM25 and cosine fused over the union of each one's best ``HYBRID_POOL`` (min-max, convex)."""
@@ -130,6 +148,59 @@ class MemoryIndex:
         )
         order = np.lexsort((rows, -fused))[:k]
         return [replace(self.hits[rows[i]], score=round(float(fused[i]), 6)) for i in order.tolist()]
+
+
+def named_titles(hits: list[ChunkHit]) -> dict[tuple[str, ...], list[tuple[str, int]]]:
+    """Per title (its ``title_name``, as lower-cased word tokens), each article's lead passage (the chunk at offset 0)
+    with the name as written: what a query naming the title asks about. Titles without a content word ("The Who" is
+    kept, "I" is not) or shorter than ``MIN_NAME_CHARS`` are left out."""
+    out: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    for row, hit in enumerate(hits):
+        name = title_name(hit.title)
+        tokens = tuple(t.lower() for t in _NAME_TOKEN.findall(name))
+        if hit.start != 0 or len(name) < MIN_NAME_CHARS or not tokens or len(tokens) > MAX_NAME_WORDS:
+            continue
+        if all(t in STOPWORDS for t in tokens) and len(tokens) == 1:
+            continue
+        out.setdefault(tokens, []).append((name, row))
+    return out
+
+
+def named_in(query: str, named: dict[tuple[str, ...], list[tuple[str, int]]]) -> list[int]:
+    """Rows of the lead passages whose titles the query names, longest name first at each place (so "World War I"
+    is named, not also "World War"), left to right. A name of several words matches in any case ("electric car"
+    names "Electric car"); a name of one word only as written ("Australia" names it, "car" does not name "Car",
+    "Python" names "Python (programming language)" and "Python (genus)" alike)."""
+    written = _NAME_TOKEN.findall(query)
+    lowered = [t.lower() for t in written]
+    rows: list[int] = []
+    i = 0
+    while i < len(lowered):
+        for size in range(min(MAX_NAME_WORDS, len(lowered) - i), 0, -1):
+            found = named.get(tuple(lowered[i : i + size]))
+            if size == 1 and found:
+                found = [(name, row) for name, row in found if _NAME_TOKEN.findall(name) == written[i : i + 1]]
+            if found:
+                rows += [row for _, row in found if row not in rows]
+                i += size
+                break
+        else:
+            i += 1
+    return rows
+
+
+def _named_first(
+    found: list[ChunkHit], named: list[int], score: npt.NDArray[np.float32], hits: list[ChunkHit], k: int
+) -> list[ChunkHit]:
+    """The query's named passages first (at most ``NAMED_MAX``, the best by ``score`` when it names more), then the
+    search's own ranking without them, ``k`` in all."""
+    if not named:
+        return found[:k]
+    chosen = sorted(named, key=lambda r: (-float(score[r]), r))[:NAMED_MAX]
+    ids = {hits[r].chunk_id for r in chosen}
+    by_id = {h.chunk_id: h for h in found}
+    first = [by_id.get(hits[r].chunk_id) or replace(hits[r], score=round(float(score[r]), 6)) for r in chosen]
+    return (first + [h for h in found if h.chunk_id not in ids])[:k]
 
 
 @dataclass
