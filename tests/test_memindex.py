@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import event
 
@@ -16,6 +17,7 @@ from veracity.db.migrate import upgrade
 from veracity.search import memindex
 from veracity.search.local import LocalSearch
 from veracity.search.memindex import MemoryIndex
+from veracity.search.named import named_in, named_titles
 from veracity.text import Analyzer, index_stems
 
 QUERIES = ["coffee production in Brazil", "tea exports", "market worth billion dollars", "steel", "nothing matches zz"]
@@ -205,13 +207,13 @@ def test_a_query_naming_a_title_brings_that_articles_lead_first() -> None:
     )
     lexical_order = [h.title for h in MemoryIndex(index.hits).search("world war ended", 4)]
     assert lexical_order.index("World War I") > 0
+    assert named_in("When had World War I ended?", index.named) == [1]  # not also "World War" (row 2)
     hits = index.search("When had World War I ended?", 3)
     assert [h.title for h in hits][0] == "World War I" and len(hits) == 3
-    assert "World War" not in [h.title for h in hits[:1]]
 
 
 def test_names_match_titles_by_the_rules_for_one_word_and_several() -> None:
-    named = memindex.named_titles(
+    named = named_titles(
         _titled(
             [
                 ("Australia", "A country."),
@@ -226,22 +228,60 @@ def test_names_match_titles_by_the_rules_for_one_word_and_several() -> None:
     )
     titles = ["Australia", "Car", "Electric car", "Python lang", "Python genus", "I", "Tesla"]
     rows = {h: i for i, h in enumerate(titles)}
-    assert memindex.named_in("What is the capital of Australia?", named) == [rows["Australia"]]
-    assert memindex.named_in("capital of australia", named) == []  # one word: only as written
-    assert memindex.named_in("the history of the electric car", named) == [rows["Electric car"]]  # not also "Car"
-    assert memindex.named_in("a tesla is not a Tesla", named) == [rows["Tesla"]]
-    assert memindex.named_in("Is a Car a car?", named) == []  # shorter than four characters: "Car", "CAR", "War"
-    assert memindex.named_in("How do I kill a Python process?", named) == [rows["Python lang"], rows["Python genus"]]
-    assert memindex.named_in("I", named) == []
+    assert named_in("What is the capital of Australia?", named) == [rows["Australia"]]
+    assert named_in("capital of australia", named) == []  # one word: only as written
+    assert named_in("the history of the electric car", named) == [rows["Electric car"]]  # not also "Car"
+    assert named_in("a tesla is not a Tesla", named) == [rows["Tesla"]]
+    assert named_in("Is a Car a car?", named) == []  # shorter than four characters: "Car", "CAR", "War"
+    assert named_in("How do I kill a Python process?", named) == [rows["Python lang"], rows["Python genus"]]
+    assert named_in("I", named) == []
 
 
-def test_only_an_articles_lead_passage_is_named_and_at_most_three_are_lifted() -> None:
+def test_only_an_articles_lead_passage_is_named_and_at_most_three_are_lifted_the_best_by_score() -> None:
     later = _titled([("Mona Lisa", "Its later history.")], start=1200)
-    assert memindex.named_titles(later) == {}
-    texts = [(f"Name{i}", f"text {i} shared") for i in range(5)] + [("Other", "shared shared shared")]
+    assert named_titles(later) == {}
+    # "Other" holds every word of the query; "shared" is in every passage (no weight), so among the names the
+    # shorter passage scores higher (BM25's length normalisation): Name0 best, Name4 worst.
+    texts = [(f"Name{i}", "shared " * (i + 1)) for i in range(5)]
+    texts.append(("Other", "Name0 Name1 Name2 Name3 Name4 " + "shared " * 20))
     index = MemoryIndex(_titled(texts))
+    assert named_in("Name0 Name1 Name2 Name3 Name4 shared", index.named) == [0, 1, 2, 3, 4]
     hits = index.search("Name0 Name1 Name2 Name3 Name4 shared", 5)
-    assert all(h.title.startswith("Name") for h in hits[:3]) and len(hits) == 5
+    by_score = sorted(hits[:3], key=lambda h: -h.score)
+    assert [h.title for h in hits[:3]] == [h.title for h in by_score] and len({h.title for h in hits[:3]}) == 3
+    assert [h.title for h in hits[:3]] == ["Name0", "Name1", "Name2"] and hits[3].title == "Other"
     assert len({h.chunk_id for h in hits}) == 5  # the lifted passages are not listed twice
-    plain = [h.title for h in index.search("name0 name1 name2 name3 name4 shared", 6)]  # names not as written
-    assert [h.title for h in hits[3:]] == [t for t in plain if t not in {h.title for h in hits[:3]}][:2]
+
+
+def test_small_word_titles_one_written_word_titles_and_years_are_named_only_as_written() -> None:
+    named = named_titles(
+        _titled(
+            [
+                ("The Who", "A band."),
+                ("AT&T", "A company."),
+                ("Treaty of Versailles", "A treaty."),
+                ("Versailles", "A town."),
+                ("1920 (film)", "A film."),
+            ]
+        )
+    )
+    assert named_in("Who are The Who?", named) == [0]
+    assert named_in("who are the who?", named) == []
+    assert named_in("How many stores are at T-Mobile?", named) == []  # not "at" + "t"
+    assert named_in("Is AT&T bigger?", named) == [1]
+    assert named_in("What did the treaty of Versailles end?", named) == [2]  # not also "Versailles"
+    assert named_in("What happened in 1920?", named) == []
+
+
+def test_a_named_passage_outside_both_halves_of_the_hybrid_search_still_comes_first() -> None:
+    """Neither BM25 (no shared word) nor the cosine (an orthogonal vector) puts the named article in the pool; the
+    query names it, so it leads, fused with the others (its score is the fused one, the lowest here)."""
+    texts = [(f"Other {i}", f"shared words number {i}") for i in range(60)] + [("Kiss and Tell", "A 1945 film.")]
+    vectors = np.zeros((len(texts), 2), dtype=np.float32)
+    vectors[:60, 0] = 1.0
+    vectors[60, 1] = 1.0
+    index = MemoryIndex(_titled(texts), vectors=vectors)
+    hits = index.search("shared words in Kiss and Tell", 4, np.array([1.0, 0.0], dtype=np.float32))
+    assert hits[0].title == "Kiss and Tell" and len(hits) == 4
+    assert hits[0].score <= min(h.score for h in hits[1:])
+    assert index.search("shared words", 4, np.array([1.0, 0.0], dtype=np.float32))[0].title != "Kiss and Tell"

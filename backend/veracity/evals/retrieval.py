@@ -145,8 +145,8 @@ async def search_documents(*, search: LocalSearch, corpus: str, query: str, dept
     while True:
         hits = await search.chunks(query=query, corpus=corpus, k=k)
         docs: dict[str, DocHit] = {}
-        for h in hits:  # best first, so the first passage seen is the document's best
-            if h.doc_id not in docs:
+        for h in hits:  # in the search's order (a named article's lead first); a document keeps its best score
+            if h.doc_id not in docs or h.score > docs[h.doc_id].score:
                 docs[h.doc_id] = DocHit(h.doc_id, h.score, h.chunk_id, f"{h.title}. {h.text}" if h.title else h.text)
         if len(docs) >= depth or len(hits) < k:
             return list(docs.values())[:depth]

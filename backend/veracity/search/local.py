@@ -1,8 +1,8 @@
 """The ``local`` search provider: BM25 over a corpus in the database.
 
 The fast path is the process's in-memory index of the corpus (``veracity.search.memindex``: eager BM25, scored
-like FTS5); FTS5 (SQLite) or PostgreSQL full text answers when the corpus is larger than the in-memory limit or
-the in-memory index is turned off.
+like FTS5, with the passages of articles the query names by title first); FTS5 (SQLite) or PostgreSQL full text
+answers when the corpus is larger than the in-memory limit or the in-memory index is turned off.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -35,10 +34,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity.db.corpus_repo import ChunkHit
 from veracity.db.models import Chunk, Document
 from veracity.rank.embed import fuse_scores
+from veracity.search.named import named_in, named_titles
 from veracity.semantic.model import SemanticModel
-from veracity.semantic.relevance import title_name
 from veracity.semantic.vectors import ensure_vectors, load_matrix
-from veracity.text import STOPWORDS, Analyzer, query_terms
+from veracity.text import Analyzer, query_terms
 
 K1, B, TITLE_WEIGHT = 1.2, 0.75, 2.0
 RECHECK_SECONDS = 1.0
@@ -54,11 +53,6 @@ HYBRID_POOL = 40
 """Candidates taken from each half (BM25 and dense) before fusion."""
 NAMED_MAX = 3
 """Passages a query brings to the top by naming their article's title."""
-MAX_NAME_WORDS = 8
-MIN_NAME_CHARS = 4
-"""A title shorter than this (its qualifier left out) names nothing reliably: "I", "War", "CAR" (which a question
-about the electric car would otherwise name)."""
-_NAME_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 DENSE_WEIGHT = 0.5
 """Share of the dense cosine in the fused score: the uninformed prior (both signals count equally), fixed before
 any measurement (see ``veracity.rank.embed.fuse_scores``)."""
@@ -111,7 +105,10 @@ class MemoryIndex:
 
     def search(self, query: str, k: int, vector: npt.NDArray[np.float32] | None = None) -> list[ChunkHit]:
         """Best ``k`` passages for the query's content words (an OR of them, as the FTS5 path sends); with the
-        query's ``vector`` and passage vectors, hybrid: the best ``HYBRID_POOL`` of each half, fused."""
+        query's ``vector`` and passage vectors, hybrid: the best ``HYBRID_POOL`` of each half, fused. The lead
+        passages of the articles the query names (``named_in``) come first, at most ``NAMED_MAX`` of them (the best
+        by the same score), then the rest by score; every hit carries its BM25 (or fused) score, so a lifted
+        passage may score lower than one after it."""
         if k <= 0:
             return []
         stems = {self.analyzer.stem(t) for t in query_terms(query)}
@@ -119,88 +116,45 @@ class MemoryIndex:
         scores = np.zeros(len(self.hits), dtype=np.float32)
         for p in postings:
             scores[p.rows] += p.impacts
-        named = self.named_rows(query)
+        named = np.array(self.named_rows(query), dtype=np.int64)
         if vector is not None and self.vectors is not None and len(self.hits):
-            dense = self.vectors @ vector
-            return _named_first(self._hybrid(scores, dense, k + len(named)), named, dense, self.hits, k)
-        if not postings and not named:
+            return self._hybrid(scores, self.vectors @ vector, k, named)
+        matching = int(np.count_nonzero(scores))
+        if not matching and not len(named):
             return []
-        k_all = min(k + len(named), int(np.count_nonzero(scores)))
-        top = np.argpartition(-scores, k_all - 1)[:k_all] if k_all < len(scores) else np.flatnonzero(scores)
-        # Highest score first; ties by row, which is passage-id order (rows are loaded sorted by id).
-        order = top[np.lexsort((top, -scores[top]))]
-        found = [replace(self.hits[r], score=round(float(scores[r]), 6)) for r in order.tolist()]
-        return _named_first(found, named, scores, self.hits, k)
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        rows = np.union1d(top[scores[top] > 0], named)
+        return self._ranked(rows, scores[rows].astype(np.float64), named, k)
 
     def named_rows(self, query: str) -> list[int]:
         """The lead passages of the articles whose titles the query names (``named_in``)."""
         return named_in(query, self.named)
 
-    def _hybrid(self, lexical: npt.NDArray[np.float32], dense: npt.NDArray[np.float32], k: int) -> list[ChunkHit]:
-        """BM25 and cosine fused over the union of each one's best ``HYBRID_POOL`` (min-max, convex)."""
+    def _hybrid(
+        self, lexical: npt.NDArray[np.float32], dense: npt.NDArray[np.float32], k: int, named: npt.NDArray[np.int64]
+    ) -> list[ChunkHit]:
+        """BM25 and cosine fused over the union of each one's best ``HYBRID_POOL`` and the named passages (min-max,
+        convex)."""
         pool = min(HYBRID_POOL, len(self.hits))
         from_lexical = np.argpartition(-lexical, pool - 1)[:pool] if pool < len(lexical) else np.arange(len(lexical))
         from_lexical = from_lexical[lexical[from_lexical] > 0]
         from_dense = np.argpartition(-dense, pool - 1)[:pool] if pool < len(dense) else np.arange(len(dense))
-        rows = np.unique(np.concatenate([from_lexical, from_dense]))
+        rows = np.unique(np.concatenate([from_lexical, from_dense, named]))
         fused = np.asarray(
             fuse_scores(lexical[rows].tolist(), dense[rows].tolist(), weight=DENSE_WEIGHT), dtype=np.float64
         )
-        order = np.lexsort((rows, -fused))[:k]
-        return [replace(self.hits[rows[i]], score=round(float(fused[i]), 6)) for i in order.tolist()]
+        return self._ranked(rows, fused, named, k)
 
-
-def named_titles(hits: list[ChunkHit]) -> dict[tuple[str, ...], list[tuple[str, int]]]:
-    """Per title (its ``title_name``, as lower-cased word tokens), each article's lead passage (the chunk at offset 0)
-    with the name as written: what a query naming the title asks about. Titles without a content word ("The Who" is
-    kept, "I" is not) or shorter than ``MIN_NAME_CHARS`` are left out."""
-    out: dict[tuple[str, ...], list[tuple[str, int]]] = {}
-    for row, hit in enumerate(hits):
-        name = title_name(hit.title)
-        tokens = tuple(t.lower() for t in _NAME_TOKEN.findall(name))
-        if hit.start != 0 or len(name) < MIN_NAME_CHARS or not tokens or len(tokens) > MAX_NAME_WORDS:
-            continue
-        if all(t in STOPWORDS for t in tokens) and len(tokens) == 1:
-            continue
-        out.setdefault(tokens, []).append((name, row))
-    return out
-
-
-def named_in(query: str, named: dict[tuple[str, ...], list[tuple[str, int]]]) -> list[int]:
-    """Rows of the lead passages whose titles the query names, longest name first at each place (so "World War I"
-    is named, not also "World War"), left to right. A name of several words matches in any case ("electric car"
-    names "Electric car"); a name of one word only as written ("Australia" names it, "car" does not name "Car",
-    "Python" names "Python (programming language)" and "Python (genus)" alike)."""
-    written = _NAME_TOKEN.findall(query)
-    lowered = [t.lower() for t in written]
-    rows: list[int] = []
-    i = 0
-    while i < len(lowered):
-        for size in range(min(MAX_NAME_WORDS, len(lowered) - i), 0, -1):
-            found = named.get(tuple(lowered[i : i + size]))
-            if size == 1 and found:
-                found = [(name, row) for name, row in found if _NAME_TOKEN.findall(name) == written[i : i + 1]]
-            if found:
-                rows += [row for _, row in found if row not in rows]
-                i += size
-                break
-        else:
-            i += 1
-    return rows
-
-
-def _named_first(
-    found: list[ChunkHit], named: list[int], score: npt.NDArray[np.float32], hits: list[ChunkHit], k: int
-) -> list[ChunkHit]:
-    """The query's named passages first (at most ``NAMED_MAX``, the best by ``score`` when it names more), then the
-    search's own ranking without them, ``k`` in all."""
-    if not named:
-        return found[:k]
-    chosen = sorted(named, key=lambda r: (-float(score[r]), r))[:NAMED_MAX]
-    ids = {hits[r].chunk_id for r in chosen}
-    by_id = {h.chunk_id: h for h in found}
-    first = [by_id.get(hits[r].chunk_id) or replace(hits[r], score=round(float(score[r]), 6)) for r in chosen]
-    return (first + [h for h in found if h.chunk_id not in ids])[:k]
+    def _ranked(
+        self, rows: npt.NDArray[np.int64], score: npt.NDArray[np.float64], named: npt.NDArray[np.int64], k: int
+    ) -> list[ChunkHit]:
+        """``rows`` (``score`` aligned with them) best first, ties by row (passage-id order: rows are loaded sorted
+        by id); the named ones among them lifted to the top, at most ``NAMED_MAX``; ``k`` in all."""
+        order = np.lexsort((rows, -score))
+        wanted = set(named.tolist())
+        lifted = [i for i in order.tolist() if rows[i] in wanted][:NAMED_MAX]
+        chosen = lifted + [i for i in order.tolist() if i not in lifted]
+        return [replace(self.hits[rows[i]], score=round(float(score[i]), 6)) for i in chosen[:k]]
 
 
 @dataclass
