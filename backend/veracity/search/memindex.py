@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity.db.corpus_repo import ChunkHit
 from veracity.db.models import Chunk, Document
 from veracity.rank.embed import fuse_scores
-from veracity.search.named import named_in, named_titles
+from veracity.search.named import name_starts, named_in, named_titles
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.vectors import ensure_vectors, load_matrix
 from veracity.text import Analyzer, query_terms
@@ -82,6 +82,7 @@ class MemoryIndex:
                 rows.append(row)
                 parts.append(part)
         self.named = named_titles(hits)
+        self.name_starts = name_starts(self.named)
         n = len(hits)
         self.postings: dict[str, Posting] = {}
         for term, (rows, parts) in postings.items():
@@ -128,7 +129,7 @@ class MemoryIndex:
 
     def named_rows(self, query: str) -> list[int]:
         """The lead passages of the articles whose titles the query names (``named_in``)."""
-        return named_in(query, self.named)
+        return named_in(query, self.named, self.name_starts)
 
     def _hybrid(
         self, lexical: npt.NDArray[np.float32], dense: npt.NDArray[np.float32], k: int, named: npt.NDArray[np.int64]

@@ -40,16 +40,27 @@ def _as_written_only(name: str) -> bool:
     return len(name.split()) == 1 or all(w.lower() in STOPWORDS for w in _NAME_TOKEN.findall(name))
 
 
-def named_in(query: str, named: dict[tuple[str, ...], list[tuple[str, int]]]) -> list[int]:
+def name_starts(named: dict[tuple[str, ...], list[tuple[str, int]]]) -> frozenset[str]:
+    """The word pieces a name can begin with: ``named_in`` tries a place only when the query's piece is one."""
+    return frozenset(key[0] for key in named)
+
+
+def named_in(
+    query: str, named: dict[tuple[str, ...], list[tuple[str, int]]], starts: frozenset[str] | None = None
+) -> list[int]:
     """Rows of the lead passages whose titles the query names, longest name first at each place and left to right
     (greedy: "World War I" is named, not also "World War"; "New York City FC" names "New York City" when that is a
     title, and not "York City FC" after it). A name of several words matches in any case ("electric car" names
     "Electric car"); one of a single written word or only of small words only as written ("Australia" names it,
     "australia" does not; "Python" names "Python (programming language)" and "Python (genus)" alike)."""
     lowered = [t.lower() for t in _NAME_TOKEN.findall(query)]
+    starts = name_starts(named) if starts is None else starts
     rows: list[int] = []
     i = 0
     while i < len(lowered):
+        if lowered[i] not in starts:
+            i += 1
+            continue
         for size in range(min(MAX_NAME_WORDS, len(lowered) - i), 0, -1):
             found = [
                 (name, row)
