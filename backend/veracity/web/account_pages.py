@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from veracity import accounts, messages
@@ -201,7 +201,11 @@ async def token_new(
 
 @router.post("/account/tokens/{token_id}/revoke", response_model=None, dependencies=[CsrfDep])
 async def token_revoke(
-    request: Request, token_id: int, templates: TemplatesDep, session: SessionDep, who: SignedInDep
+    request: Request,
+    token_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+    templates: TemplatesDep,
+    session: SessionDep,
+    who: SignedInDep,
 ) -> Response:
     try:
         async with session.begin():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -332,7 +332,12 @@ def token_json(token: ApiToken) -> dict[str, Any]:
 @router.delete(
     "/v1/tokens/{token_id}", status_code=204, summary="Revoke an API token", responses=error_responses(404, 422)
 )
-async def token_revoke(request: Request, token_id: int, session: SessionDep, who: SignedInDep) -> Response:
+async def token_revoke(
+    request: Request,
+    token_id: Annotated[int, Path(ge=1, le=2**63 - 1, description="The token's id (a database integer).")],
+    session: SessionDep,
+    who: SignedInDep,
+) -> Response:
     async with session.begin():
         await accounts.revoke(session=session, token_id=token_id, by=who, client=client_of(request))
     return Response(status_code=204)

@@ -26,7 +26,7 @@ class FollowUpRequest(BaseModel):
     "/v1/research/{run_id}/follow-up",
     status_code=201,
     summary="Ask a follow-up of a finished run: a new run linked to it (its parent); Location names it",
-    responses=error_responses(404, 409, 422, 429),
+    responses=error_responses(400, 404, 409, 422, 429),
 )
 async def follow_up(
     run_id: str,
