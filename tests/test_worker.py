@@ -371,3 +371,54 @@ async def test_a_queued_run_is_never_swept(any_db: str) -> None:
             assert [r.id for r in await runs_repo.unfinished_runs(session=session)] == ["b" * 32]
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+def migrated_pg(pg_url: str) -> str:
+    upgrade(pg_url)
+    return pg_url
+
+
+async def test_an_executor_frozen_inside_its_write_does_not_keep_a_sweep_from_the_run(migrated_pg: str) -> None:
+    """A process frozen (SIGSTOP, swapped out) between a fenced write's UPDATE and its commit holds the run's row
+    lock; the server ends that transaction once it has been idle for the lease (``runs_repo.bound_idle``), so a
+    sweep's take-over waits at most that long, and the frozen write, thawed, fails rather than landing. Without
+    the bound the take-over waited for ever (seen in CI: a worker frozen past its lease was never taken over)."""
+    engine = make_engine(migrated_pg)
+    sessions = make_sessionmaker(engine)
+    run_id = "f" * 32
+    try:
+        async with sessions() as session, session.begin():
+            await runs_repo.create_run(
+                session=session, run_id=run_id, template_id="answer", question="q", corpus="small", budgets={}
+            )
+            generation = await runs_repo.claim_run(
+                session=session, run_id=run_id, owner="w1:1:a", stale_before=datetime.now(UTC)
+            )
+        assert generation == 1
+        frozen = sessions()
+        await frozen.begin()
+        await runs_repo.bound_idle(session=frozen, seconds=1.0)
+        await runs_repo.hold(session=frozen, fence=runs_repo.Fence(run_id=run_id, owner="w1:1:a", generation=1))
+        # ... and the process stops here, its transaction open and the run's row locked.
+
+        async def sweep() -> runs_repo.Fence | None:
+            async with sessions() as session, session.begin():
+                return await runs_repo.claim_stale(
+                    session=session,
+                    run_id=run_id,
+                    owner="w2:2:b",
+                    stale_before=datetime.now(UTC) + timedelta(seconds=1),
+                    max_resumes=3,
+                )
+
+        taken = await asyncio.wait_for(sweep(), timeout=20)
+        assert taken == runs_repo.Fence(run_id=run_id, owner="w2:2:b", generation=2)
+        with pytest.raises(Exception, match="closed|terminat|idle"):  # thawed: its connection was closed
+            await frozen.commit()
+        await frozen.close()
+        async with sessions() as session:
+            run = await runs_repo.get_run(session=session, run_id=run_id)
+            assert run is not None and (run.owner, run.lease_generation, run.resumes) == ("w2:2:b", 2, 1)
+    finally:
+        await engine.dispose()

@@ -202,7 +202,7 @@ async def test_a_worker_frozen_past_its_lease_writes_nothing_more_once_thawed(
             async def taken_over() -> bool:
                 return _pid_of(await _owner(queue_db, run_id)) == other.proc.pid
 
-            await _until(taken_over, "the other worker to take the run over", timeout=60)
+            await _until(taken_over, "the other worker to take the run over", other, timeout=60)
             seq_at_takeover = len(await _events(queue_db, run_id))
         finally:
             frozen.proc.send_signal(signal.SIGCONT)

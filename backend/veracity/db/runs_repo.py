@@ -39,6 +39,21 @@ def _rows(result: object) -> int:
     return result.rowcount if isinstance(result, CursorResult) else 0
 
 
+async def bound_idle(*, session: AsyncSession, seconds: float) -> None:
+    """PostgreSQL: should this process fall silent inside the caller's transaction for ``seconds`` (frozen,
+    swapped out, stuck), the server ends the transaction and closes its connection (``SET LOCAL
+    idle_in_transaction_session_timeout``). A transaction that writes a run holds the run's row lock, and a
+    process frozen inside one would otherwise keep every sweep waiting on that lock, so a run whose executor
+    froze would never be taken over. Given the run lease: a process silent that long has lost its runs anyway
+    (its writes, retried, meet a fence that no longer holds). Nothing on SQLite, whose write lock is bounded by
+    its busy timeout and whose writers all live in one process."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    await session.execute(
+        select(func.set_config("idle_in_transaction_session_timeout", str(max(1, round(seconds * 1000))), True))
+    )
+
+
 async def hold(*, session: AsyncSession, fence: Fence) -> None:
     """Check the claim in the caller's transaction, and renew the lease with it: the run is still active, still
     this owner's, still this generation. The UPDATE takes the run's row lock (PostgreSQL) or the write lock

@@ -82,6 +82,7 @@ class Journal:
             nonlocal tries
             tries += 1
             async with self.sessionmaker() as session, session.begin():
+                await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
                 if tries > 1 and await landed(session):
                     return None
                 return await write(session)
@@ -225,6 +226,7 @@ class Journal:
         """End another executor's run that stopped renewing its lease: status failed and one ``error`` event in
         one transaction, only if the run is still active and still stale (two sweeps racing end it once)."""
         async with self.sessionmaker() as session, session.begin():
+            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
             reason = await runs_repo.fail_stale(
                 session=session,
                 run_id=run_id,

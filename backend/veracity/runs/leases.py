@@ -93,6 +93,7 @@ class Leases:
             beats += 1
             try:
                 async with self.sessionmaker() as session, session.begin():
+                    await runs_repo.bound_idle(session=session, seconds=lease)
                     lost = await runs_repo.renew_leases(session=session, fences=self.journal.fences())
                 for run_id in lost:
                     # Swept while this process was not renewing (frozen, cut off): its writes are refused by the

@@ -354,6 +354,7 @@ class RunService:
             await self.emit(run_id, run_started(run_id, spec, question, corpus, providers))
         first_event_ms = (time.perf_counter() - started) * 1000
         async with self.sessionmaker() as session, session.begin():
+            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
             await runs_repo.set_run_status(
                 session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
             )

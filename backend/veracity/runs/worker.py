@@ -114,6 +114,7 @@ class Worker:
                 self.taken += 1
             return None
         async with service.sessionmaker() as session, session.begin():
+            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
             generation = await runs_repo.claim_run(
                 session=session, run_id=run_id, owner=service.owner, stale_before=stale_before
             )
