@@ -199,6 +199,7 @@ class Journal:
         the flag at its next write or lease renewal. ``Conflict`` when the run has already finished."""
         cancelled = RunFailed(message=messages.RUN_CANCELLED)
         async with self.sessionmaker() as session, session.begin():
+            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
             run = await runs_repo.request_cancel(session=session, run_id=run_id)
             if run is None:
                 raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
