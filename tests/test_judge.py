@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from veracity.evals.wice import evaluate_wice, format_wice
 from veracity.guards.judge import LearnedJudge, LexicalJudge, make_judge
 from veracity.guards.judge.claims import judge_input, split_claims
-from veracity.guards.judge.learned import fitted
+from veracity.guards.judge.fit import SAME_FACT, SAMENESS_GRID, claim_labels
+from veracity.guards.judge.learned import Sameness, clause_labels, fitted
+from veracity.guards.judge.material import Rows
+from veracity.guards.judge.signals import NOT_READ
 from veracity.guards.judge.words import tokenize
-from veracity.ports import GroundingJudge, Judgement, Source, Span
+from veracity.ports import LABEL_ORDER, GroundingJudge, Judgement, Source, Span
 from veracity.semantic.model import Semantics, process_semantics
 from veracity.semantic.nli import Contradiction, ContradictionModel, process_contradiction
 
@@ -452,3 +456,82 @@ def test_a_negation_in_another_clause_of_the_source_sentence_does_not_contradict
     assert second.label == "supported", second.reason
     flipped = judge.judge_sync("Cancelling a subscription issues a refund automatically.", [Source("kb", text)])
     assert flipped.label == "unsupported" and "negates" in flipped.reason
+
+
+FIGURES = Source(
+    "figures",
+    "Annual report 2023\nRevenue in 2019 was 40 million euros.\nRevenue in 2021 was 52 million euros.\nShare this page",
+)
+
+
+def test_a_number_contradiction_records_how_surely_its_sentence_states_the_same_fact() -> None:
+    # The sentence that would state the claim's other words first is the 2019 one; another holds the claim's 52.
+    analysis = LexicalJudge().analyse("Revenue was 52 million euros in 2021.", [FIGURES])
+    (result,) = analysis.results
+    assert result.contradiction == "number" and result.stated_elsewhere and result.context_share == 1.0
+    # Its other signals are read as for any clause (a clause the learned judge may not count as contradicted).
+    assert not result.missing_number and result.coverage == 1.0
+    changed = LexicalJudge().analyse("Revenue was 61 million euros in 2021.", [FIGURES]).results[0]
+    assert changed.contradiction == "number" and not changed.stated_elsewhere and changed.missing_number
+    assert changed.gaps == ["number 61 million is not found in the sources"]
+    # A number held elsewhere, but in a sentence that states something else, leaves the contradiction whole.
+    (refund,) = LexicalJudge().analyse("Refunds are available within 30 days.", [POLICY]).results
+    assert refund.contradiction == "number" and not refund.stated_elsewhere
+
+
+def test_sameness_decides_which_lexical_contradictions_count() -> None:
+    analysis = LexicalJudge().analyse("Revenue was 52 million euros in 2021.", [FIGURES])
+    (elsewhere,) = analysis.results
+    assert Sameness().holds(elsewhere)  # the lexical judge's rule: every contradiction counts
+    assert not Sameness(0.0, unless_elsewhere=True).holds(elsewhere)
+    assert Sameness(0.75).holds(elsewhere) and not Sameness(1.01).holds(elsewhere)
+    (plain,) = LexicalJudge().analyse("Revenue was 52 million euros.", [Source("s", "Revenue was 50 million.")]).results
+    assert not plain.contradiction and not Sameness().holds(plain)  # no contradiction: nothing to count
+
+
+async def test_a_figure_stated_for_its_year_beside_another_years_is_not_contradicted_by_it() -> None:
+    same = judge.cutoffs.sameness
+    assert same == Sameness(fitted()["semantic"]["stated"]["lexical_share"], same.unless_elsewhere)
+    near_miss = await judge.judge("Revenue was 52 million euros in 2021.", [FIGURES])
+    changed = await judge.judge("Revenue was 61 million euros in 2021.", [FIGURES])
+    assert changed.label == "unsupported" and "where the claim says 61 million" in changed.reason
+    if same.unless_elsewhere:  # the shipped fit's choice, on the long pages of training/judge
+        assert near_miss.label != "unsupported", near_miss.reason
+        assert "says 40000000" not in near_miss.reason
+
+
+def test_a_clause_with_an_unstated_detail_is_partial_from_its_own_cut_off() -> None:
+    p = np.array([0.5, 0.5, 0.95, 0.2])
+    hit, extra = [False, False, False, False], [True, False, True, True]
+    assert clause_labels(p, 0.3, 0.9, hit, extra) == ["unsupported", "partial", "partial", "unsupported"]
+    assert clause_labels(p, 0.3, 0.9, hit, extra, partly=0.45) == ["partial", "partial", "partial", "unsupported"]
+    # never below the lower cut-off: an unstated detail never makes a clause more supported
+    assert clause_labels(p, 0.3, 0.9, hit, extra, partly=0.1)[3] == "unsupported"
+
+
+def test_the_fit_reads_a_lexical_contradiction_through_its_sameness_cut_off() -> None:
+    # Two one-clause claims, both lexically contradicted and otherwise well stated (p = 0.95): the first by a
+    # sentence covering 70% of its other words whose number another sentence states with the rest, the second by
+    # one covering all of them.
+    rows = Rows(
+        x=np.zeros((2, 1)),
+        owner=np.array([0, 1]),
+        contradicted=np.array([True, True]),
+        context_share=np.array([0.7, 1.0]),
+        elsewhere=np.array([True, False]),
+        reader=np.array([NOT_READ, NOT_READ]),
+        share=np.array([0.0, 0.0]),
+        unstated=np.array([False, False]),
+        weight=np.array([1.0, 1.0]),
+        target=np.array([-1, -1]),
+    )
+    p = np.array([0.95, 0.95])
+
+    def labels(same: tuple[float, bool]) -> list[str]:
+        return [LABEL_ORDER[k] for k in claim_labels(rows, p, 0.3, 0.9, 2, same=same)[0]]
+
+    assert labels(SAME_FACT) == ["unsupported", "unsupported"]  # every contradiction counts
+    assert labels((0.75, False)) == ["supported", "unsupported"]
+    assert labels((0.0, True)) == ["supported", "unsupported"]
+    assert SAME_FACT in SAMENESS_GRID
+    assert max(share for share, _ in SAMENESS_GRID) <= 1.0  # never "not at all": a verbatim-but-number claim counts

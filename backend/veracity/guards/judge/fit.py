@@ -8,11 +8,14 @@ Split: a passage or article is in the **test** split when ``int(sha256(id), 16) 
 is never read while fitting; the rest is the **fit** split. On the fit split, 5-fold cross-validation with each
 passage or article kept whole inside one fold gives out-of-fold clause probabilities, and claim labels from them
 (``learned.claim_label``). The two cut-offs (below the lower a clause is unsupported, at or above the upper
-supported) are the pair with the best balanced accuracy over multi-sentence inputs — what ``veracity verify``
-labels by their worst claim, and what hallucination is measured on: the articles' summaries, and per passage its
-first four supported claims (faithful) and, for each of its unsupported claims, the first three supported ones
-with it (hallucinated). A cut-off chosen on single claims would flag too many true sentences, and a summary of
-four has four chances to be flagged. Ties go to the pair with the best 3-way macro-F1 over the claims. The model
+supported) are chosen together, with the contradiction reader's, when a lexical contradiction counts
+(``SAMENESS_GRID``) and from which probability a clause with an unstated number or name is partial, for the best
+mean of the two figures the judge is held to: balanced accuracy over multi-sentence inputs — what ``veracity
+verify`` labels by their worst claim, and what hallucination is measured on: the articles' summaries, and per
+passage its first four supported claims (faithful) and, for each of its unsupported claims, the first three
+supported ones with it (hallucinated); a cut-off chosen on single claims would flag too many true sentences, and a
+summary of four has four chances to be flagged — and 3-way macro-F1 over the claims (a partly supported claim told
+from an unsupported one, which the first figure never asks). Ties go to the better balanced accuracy. The model
 is then fitted on the whole fit split and measured once on the test split. Summary figures: a summary is
 hallucinated when any sentence is not ``supported`` (gold) and caught when any sentence is judged ``unsupported``
 (the rule ``veracity verify`` applies to a multi-sentence input).
@@ -49,17 +52,33 @@ READER_GRID = tuple(
 ) + ((math.inf, 1.0),)
 """(logit, share) pairs tried as the contradiction reader's cut-offs: it contradicts a clause when its logit reaches
 the first and the clause's closest sentence holds at least that share of its content words ((inf, 1): not used)."""
+SAMENESS_GRID = tuple((share, elsewhere) for share in (0.0, 0.75, 0.85, 1.0) for elsewhere in (False, True))
+"""(share, unless_elsewhere) pairs tried for when the lexical reading's contradiction counts (``learned.Sameness``):
+its sentence covers that share of the clause's other words (the reading itself asks two in three), and, with the
+second, no other sentence holds the clause's number and two in three of its other words. Never "not at all": a
+changed number, name or negation in the sentence stating the same fact is a contradiction."""
+SAME_FACT = (0.0, False)
+"""Every lexical contradiction counts (the lexical judge's rule)."""
 OUT = Path(__file__).parents[1] / "data" / "judge.json"
 
 
 def claim_labels(
-    rows: Rows, p: np.ndarray, t_u: float, t_s: float, n: int, reader: tuple[float, float] = (math.inf, 1.0)
+    rows: Rows,
+    p: np.ndarray,
+    t_u: float,
+    t_s: float,
+    n: int,
+    reader: tuple[float, float] = (math.inf, 1.0),
+    same: tuple[float, bool] = SAME_FACT,
+    partly: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per example, its label index under the cut-offs (``reader``: the contradiction reader's logit and the share of
-    the clause its closest sentence must hold for the reader to contradict it) and its score (the clauses' weighted
-    mean probability)."""
+    the clause its closest sentence must hold for the reader to contradict it; ``same``: when a lexical
+    contradiction counts, ``SAMENESS_GRID``; ``partly``: from which probability a clause with an unstated number or
+    name is partly supported, None for ``t_s``) and its score (the clauses' weighted mean probability)."""
     labels, scores = np.zeros(n, dtype=int), np.zeros(n)
-    contradicted = rows.contradicted | ((rows.reader >= reader[0]) & (rows.share >= reader[1]))
+    lexical = rows.contradicted & (rows.context_share >= same[0]) & ~(same[1] & rows.elsewhere)
+    contradicted = lexical | ((rows.reader >= reader[0]) & (rows.share >= reader[1]))
     # Each example's clauses as one slice of the rows sorted by owner (stable: in their order), not a mask over all
     # rows per example — the cut-off search calls this thousands of times.
     order = np.argsort(rows.owner, kind="stable")
@@ -67,7 +86,7 @@ def claim_labels(
     for i in range(n):
         mine = order[bounds[i] : bounds[i + 1]]
         hit, extra = list(contradicted[mine]), list(rows.unstated[mine])
-        names: list[Label] = clause_labels(p[mine], t_u, t_s, hit, extra)
+        names: list[Label] = clause_labels(p[mine], t_u, t_s, hit, extra, partly)
         labels[i] = LABEL_ORDER.index(claim_label(names, hit))
         stated = np.where(contradicted[mine] | rows.unstated[mine], 0.0, p[mine])
         scores[i] = float(stated @ rows.weight[mine] / rows.weight[mine].sum())
@@ -121,11 +140,20 @@ def figures(examples: list[Example], gold: np.ndarray, judged: np.ndarray, p_u: 
 
 
 def _model(
-    params: tuple[Any, ...], names: tuple[str, ...], t_u: float, t_s: float, reader: tuple[float, float]
+    params: tuple[Any, ...],
+    names: tuple[str, ...],
+    t_u: float,
+    t_s: float,
+    reader: tuple[float, float],
+    same: tuple[float, bool],
+    partly: float,
 ) -> dict[str, Any]:
     return {
+        "unstated_partial_from": partly,
         "contradiction_above": None if math.isinf(reader[0]) else reader[0],
         "contradiction_share": reader[1],
+        "lexical_share": same[0],
+        "lexical_unless_elsewhere": same[1],
         "features": list(names),
         **logistic_dict(params),
         "threshold": t_s,
@@ -143,6 +171,8 @@ def _subset(rows: Rows, keep: np.ndarray) -> tuple[Rows, list[int]]:
         rows.x[mine],
         owner,
         rows.contradicted[mine],
+        rows.context_share[mine],
+        rows.elsewhere[mine],
         rows.reader[mine],
         rows.share[mine],
         rows.unstated[mine],
@@ -221,36 +251,57 @@ def fit_mode(examples: list[Example], rows: Rows, names: tuple[str, ...]) -> dic
     multi = inputs([examples[i] for i in fit_ids])
 
     # Both cut-offs together (a clause between them is partial, and a claim with one unsupported clause and no
-    # supported one is unsupported, so the upper cut-off moves what is caught too), and the contradiction reader's
-    # cut-off with them (with the reader): the best balanced accuracy over the multi-sentence inputs, ties broken by
-    # 3-way macro-F1 over the claims. The reader's cut-off is chosen on a coarse grid of the other two, which are
-    # then chosen again on the fine grid.
+    # supported one is unsupported, so the upper cut-off moves what is caught too), with the contradiction reader's
+    # cut-off, when a lexical contradiction counts and from which probability a clause with an unstated number or
+    # name is partly supported: the best mean of the two figures the judge is held to — balanced accuracy over the
+    # multi-sentence inputs (hallucinations caught) and 3-way macro-F1 over the claims (supported / partial /
+    # unsupported told apart) — ties to the better balanced accuracy. The reader's cut-off, then the lexical one, then
+    # the reader's again are each chosen on a coarse grid of the pair (with the others held), then the pair on the
+    # fine grid, then the unstated clause's cut-off, then the pair again.
     def best(
-        grid: np.ndarray, readers: tuple[tuple[float, float], ...]
-    ) -> tuple[float, float, tuple[float, float], float, float]:
-        return max(
-            (
-                input_balanced_accuracy(multi, labels := claim_labels(fit_rows, p, float(lo), float(hi), n, t)[0]),
-                round(macro_f1(gf, labels), 3),
-                t,  # a tie goes to the higher reader cut-offs: the reader overruling least ((inf, 1): not at all)
-                float(lo),
-                float(hi),
-            )
-            for t in readers
-            for lo in grid
-            for hi in grid
-            if hi >= lo
-        )
+        lows: np.ndarray,
+        highs: np.ndarray,
+        readers: tuple[tuple[float, float], ...],
+        sames: tuple[tuple[float, bool], ...],
+        partlies: tuple[float | None, ...] = (None,),
+    ) -> tuple[float, float, tuple[float, float], tuple[float, bool], float | None, float, float]:
+        scored = []
+        for t in readers:
+            for s in sames:
+                for x in partlies:
+                    for lo in lows:
+                        for hi in highs:
+                            if hi < lo:
+                                continue
+                            labels = claim_labels(fit_rows, p, float(lo), float(hi), n, t, s, x)[0]
+                            ba = input_balanced_accuracy(multi, labels)
+                            f1 = macro_f1(gf, labels)
+                            # ties: the reader overruling least ((inf, 1): not at all), the lexical contradictions
+                            # counting most, the unstated clause's cut-off at the supported one
+                            scored.append(
+                                (round((ba + f1) / 2, 4), round(ba, 4), t, (-s[0], not s[1]), x is None, x, lo, hi)
+                            )
+        score, ba, t, (share, anywhere), _, x, lo, hi = max(scored, key=lambda k: k[:5] + (k[6], k[7]))
+        return ba, score, t, (-share, not anywhere), x, float(lo), float(hi)
 
     readers = READER_GRID if bool((fit_rows.reader > NOT_READ).any()) else ((math.inf, 1.0),)
-    reader = best(COARSE, readers)[2]
-    ba, _, _, t_u, t_s = best(GRID, (reader,))
+    reader = best(COARSE, COARSE, readers, (SAME_FACT,))[2]
+    same = best(COARSE, COARSE, (reader,), SAMENESS_GRID)[3]
+    reader = best(COARSE, COARSE, readers, (same,))[2]
+    _, _, _, _, _, t_u, t_s = best(GRID, GRID, (reader,), (same,))
+    partlies = (None, *(float(g) for g in GRID if t_u <= g < t_s))
+    partly = best(np.array([t_u]), np.array([t_s]), (reader,), (same,), partlies)[4]
+    partly = t_s if partly is None else partly
+    ba, _, _, _, _, t_u, t_s = best(GRID, GRID, (reader,), (same,), (partly,))
+    partly = max(partly, t_u)
     params = _fit(fit_rows, names)
-    oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n, reader)
+    oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n, reader, same, partly)
     test_rows, test_ids = _subset(rows, ~in_fit)
-    test_labels, test_scores = claim_labels(test_rows, predict(test_rows.x, *params), t_u, t_s, len(test_ids), reader)
+    test_labels, test_scores = claim_labels(
+        test_rows, predict(test_rows.x, *params), t_u, t_s, len(test_ids), reader, same, partly
+    )
     return {
-        "stated": _model(params, names, t_u, t_s, reader),
+        "stated": _model(params, names, t_u, t_s, reader, same, partly),
         "cv": {
             "folds": FOLDS,
             "clauses_fitted": int((fit_rows.target >= 0).sum()),
@@ -282,9 +333,11 @@ def main(argv: list[str] | None = None) -> int:
         "split": "test = int(sha256(passage or article id), 16) % 5 == 0 (veracity.guards.judge.material.split_of), "
         "never read when fitting; folds = (sha256 // 5) % 5 over the fit split, each passage or article whole",
         "selection": "over out-of-fold clause probabilities: the pair of cut-offs (unsupported below, supported at or "
-        "above) with the best balanced accuracy over multi-sentence inputs (worst claim), ties by 3-way macro-F1 "
-        "over claims; with the contradiction reader's (logit, share) chosen with them on a coarse grid of the pair, "
-        "then the pair again on the fine grid",
+        "above) with the best mean of balanced accuracy over multi-sentence inputs (worst claim) and 3-way macro-F1 "
+        "over claims, ties to the better balanced accuracy; the contradiction reader's (logit, share), then when a "
+        "lexical contradiction counts (share, unless stated elsewhere), then the reader's again, each on a coarse "
+        "grid of the pair; the pair on the fine grid; from which probability a clause with an unstated number or "
+        "name is partial; the pair again",
         "sources": [
             {
                 "name": "Veracity's judge material: passages and news-style articles with labelled claims and "

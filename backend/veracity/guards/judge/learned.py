@@ -3,17 +3,20 @@ model fitted on written-for-the-purpose material (``python -m veracity.guards.ju
 shipped as ``guards/data/judge.json`` with its split, sources and cross-validated figures.
 
 A clause (``veracity.guards.judge.clauses``) contradicted by the source sentence stating the same fact — another
-number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge. So is a clause
-the contradiction reader (``semantic.nli``, a cross-encoder that reads the clause and its closest source sentence
-together: "fell" for "rose", swapped roles) reads as contradicted at or above the fit's logit. A clause holding
-a number or a name that no source sentence holds (``signals.unstated``) is never supported: partly supported when
-the model would call the rest of it stated ("sells gear in twelve stores" is, "across Washington" is not),
-unsupported otherwise. Every other clause gets the probability that the sources state it: above the upper cut-off it
-is supported, below the lower one unsupported, in between partly supported. The claim is supported when every clause
-is, unsupported when none is or when one is contradicted, and partial otherwise — how WiCE defines a partially
-supported claim. The weights and both cut-offs come from the file, chosen on out-of-fold predictions; nothing here
-is a hand-set weight or threshold. Without the semantic model the lexical model (fitted on the same material)
-decides, and every reason says so.
+number, another name, a flipped negation — is unsupported: that is a rule, as in the lexical judge, bounded by how
+surely that sentence states the same fact (``Sameness``: the share of the clause's other words it covers, and
+whether another sentence states the clause's number with the rest of it — on a long page the sentence closest in
+words is often about another year or another person), chosen by the fit. So is a clause the contradiction reader
+(``semantic.nli``, a cross-encoder that reads the clause and its closest source sentence together: "fell" for
+"rose", swapped roles) reads as contradicted at or above the fit's logit. A clause holding a number or a name that
+no source sentence holds (``signals.unstated``) is never supported: partly supported when the model gives the rest
+of it the fit's ``unstated_partial_from`` probability ("sells gear in twelve stores" is, "across Washington" is
+not), unsupported otherwise. Every other clause gets the probability that the sources state it: above the upper
+cut-off it is supported, below the lower one unsupported, in between partly supported. The claim is supported
+when every clause is, unsupported when none is or when one is contradicted, and partial otherwise — how WiCE
+defines a partially supported claim. The weights and every cut-off come from the file, chosen on out-of-fold
+predictions; nothing here is a hand-set weight or threshold. Without the semantic model the lexical model (fitted
+on the same material) decides, and every reason says so.
 
 ``score`` is the clauses' mean probability (a contradicted or unstated clause's is 0), weighted by their content
 words.
@@ -27,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.judge.lexical import Analysis, LexicalJudge, pct, scarce, snippet
+from veracity.guards.judge.lexical import Analysis, ClauseResult, LexicalJudge, pct, scarce, snippet
 from veracity.guards.judge.signals import LEXICAL_FEATURES, NOT_READ, SEMANTIC_FEATURES, Signals, signals, unstated
 from veracity.ports import Judgement, Label, Source, Span
 from veracity.semantic.logistic import LogisticModel, load_fit
@@ -50,35 +53,75 @@ class Reading:
 
 
 @dataclass(frozen=True)
+class Sameness:
+    """When the lexical reading's contradiction (another number, name or negation in the sentence that would state
+    the clause's other words) counts: that sentence covers at least ``share`` of those words, and, with
+    ``unless_elsewhere``, no other source sentence holds the clause's number and would state the rest of it (as
+    surely as the reading asks of any sentence: two words in three) — then that one states the clause's fact and
+    the first another fact. On a long page the sentence closest in
+    words often states another fact (another year's figure, another person's role): the fit chooses how surely it
+    must be the same fact. (0, False): every contradiction counts, as in the lexical judge."""
+
+    share: float = 0.0
+    unless_elsewhere: bool = False
+
+    def holds(self, result: ClauseResult) -> bool:
+        return (
+            bool(result.contradiction)
+            and result.context_share >= self.share
+            and not (self.unless_elsewhere and result.stated_elsewhere)
+        )
+
+
+@dataclass(frozen=True)
 class Cutoffs:
     """A clause is supported at ``supported`` or above, unsupported below ``unsupported``; contradicted when the
-    contradiction reader's logit reaches ``contradiction`` (None: the fit did not use the reader) and its closest
-    sentence holds at least ``share`` of its content words."""
+    lexical reading contradicts it and ``sameness`` holds, or when the contradiction reader's logit reaches
+    ``contradiction`` (None: the fit did not use the reader) and its closest sentence holds at least ``share`` of
+    its content words."""
 
     model: LogisticModel
     unsupported: float
     contradiction: Reading | None = None
+    sameness: Sameness = Sameness()
+    partly: float | None = None
+    """A clause with an unstated number or name is partly supported from this probability (None: only where any
+    other clause would be supported)."""
 
     @classmethod
     def from_fit(cls, fit: dict[str, Any]) -> Cutoffs:
         stated = fit["stated"]
         above = stated.get("contradiction_above")
         reading = None if above is None else Reading(float(above), float(stated["contradiction_share"]))
-        return cls(LogisticModel.from_dict(stated), float(stated["unsupported_below"]), reading)
+        sameness = Sameness(float(stated.get("lexical_share", 0.0)), bool(stated.get("lexical_unless_elsewhere")))
+        partly = stated.get("unstated_partial_from")
+        return cls(
+            LogisticModel.from_dict(stated),
+            float(stated["unsupported_below"]),
+            reading,
+            sameness,
+            None if partly is None else float(partly),
+        )
 
     def clause_labels(self, p: np.ndarray, contradicted: list[bool], unstated: list[bool]) -> list[Label]:
-        return clause_labels(p, self.unsupported, self.model.threshold, contradicted, unstated)
+        return clause_labels(p, self.unsupported, self.model.threshold, contradicted, unstated, self.partly)
 
 
 def clause_labels(
-    p: np.ndarray, below: float, above: float, contradicted: list[bool], unstated: list[bool]
+    p: np.ndarray,
+    below: float,
+    above: float,
+    contradicted: list[bool],
+    unstated: list[bool],
+    partly: float | None = None,
 ) -> list[Label]:
     """A contradicted clause is unsupported (the rule); a clause with an unstated number or name is partly supported
-    at most (partial when its probability reaches ``above``, else unsupported); the others by their probability:
-    supported from ``above``, unsupported under ``below``, partial between."""
+    at most (partial when its probability reaches ``partly``, by default ``above``, else unsupported); the others by
+    their probability: supported from ``above``, unsupported under ``below``, partial between."""
+    partly = above if partly is None else max(partly, below)
     out: list[Label] = []
     for x, hit, extra in zip(p, contradicted, unstated, strict=True):
-        if hit or x < below or (extra and x < above):
+        if hit or x < below or (extra and x < partly):
             out.append("unsupported")
         else:
             out.append("partial" if extra or x < above else "supported")
@@ -128,9 +171,8 @@ class LearnedJudge:
             return analysis.judgement
         clauses = signals(analysis, self.model, self.reader)
         p = self.cutoffs.model.probability(np.vstack([c.row(self.features) for c in clauses]))
-        contradicted = [
-            bool(r.contradiction) or self._read_contrary(c) for r, c in zip(analysis.results, clauses, strict=True)
-        ]
+        same = [self.cutoffs.sameness.holds(r) for r in analysis.results]
+        contradicted = [hit or self._read_contrary(c) for hit, c in zip(same, clauses, strict=True)]
         extra = [unstated(c.values) for c in clauses]
         labels = self.cutoffs.clause_labels(p, contradicted, extra)
         p = np.where(np.array(contradicted) | np.array(extra), 0.0, p)  # not stated, whatever the model says
@@ -139,8 +181,8 @@ class LearnedJudge:
         return Judgement(
             label,
             round(float(p @ weights / weights.sum()), 4),
-            _evidence(analysis, clauses, labels, label, self.cutoffs.contradiction),
-            _reason(analysis, clauses, labels, label, self.cutoffs.contradiction) + self._note(),
+            _evidence(analysis, clauses, labels, label, self.cutoffs.contradiction, same),
+            _reason(analysis, clauses, labels, label, self.cutoffs.contradiction, same) + self._note(),
         )
 
     def _note(self) -> str:
@@ -163,12 +205,18 @@ def _contrary(found: Signals, reading: Reading | None) -> bool:
 
 
 def _evidence(
-    analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label, reading: Reading | None
+    analysis: Analysis,
+    clauses: list[Signals],
+    labels: list[Label],
+    label: Label,
+    reading: Reading | None,
+    same: list[bool],
 ) -> list[Span]:
-    """For an unsupported claim, only the sentences that contradict it. Otherwise the sentences covering its
-    clauses that are not unsupported: those its words found or, when they found none, the closest in meaning."""
+    """For an unsupported claim, only the sentences that contradict it (``same``: the lexical contradictions that
+    count). Otherwise the sentences covering its clauses that are not unsupported: those its words found or, when
+    they found none, the closest in meaning."""
     if label == "unsupported":
-        contexts = {r.context for r in analysis.results if r.contradiction and r.context is not None}
+        contexts = {r.context for r, hit in zip(analysis.results, same, strict=True) if hit and r.context is not None}
         contexts |= {c.closest for c in clauses if _contrary(c, reading) and c.closest is not None}
         return [analysis.sentences[i].span for i in sorted(contexts)]
     cited: set[int] = set()
@@ -180,7 +228,12 @@ def _evidence(
 
 
 def _reason(
-    analysis: Analysis, clauses: list[Signals], labels: list[Label], label: Label, reading: Reading | None
+    analysis: Analysis,
+    clauses: list[Signals],
+    labels: list[Label],
+    label: Label,
+    reading: Reading | None,
+    same: list[bool],
 ) -> str:
     """One sentence: the decisive finding (for a claim of several clauses, about its first clause that is not
     supported), and how close in meaning the nearest source sentence is."""
@@ -190,20 +243,22 @@ def _reason(
         return f"{pct(covered)} of the claim's content words are covered{meaning}"
     hard = [
         k
-        for k, r in enumerate(analysis.results)
-        if (r.contradiction or _contrary(clauses[k], reading)) and labels[k] == "unsupported"
+        for k in range(len(analysis.results))
+        if (same[k] or _contrary(clauses[k], reading)) and labels[k] == "unsupported"
     ]
     k = hard[0] if hard else next(i for i, lab in enumerate(labels) if lab != "supported")
-    reason = _clause_reason(analysis, k, clauses[k], labels[k], reading)
+    reason = _clause_reason(analysis, k, clauses[k], labels[k], reading, same[k])
     if len(labels) == 1:
         return reason.replace("its content words", "the claim's content words")
     ok = labels.count("supported")
     return f"{ok} of {len(labels)} parts supported; “{snippet(analysis.clauses[k].text)}”: {reason}"
 
 
-def _clause_reason(analysis: Analysis, k: int, found: Signals, label: Label, reading: Reading | None) -> str:
+def _clause_reason(
+    analysis: Analysis, k: int, found: Signals, label: Label, reading: Reading | None, same: bool
+) -> str:
     result, clause = analysis.results[k], analysis.clauses[k]
-    if result.contradiction:
+    if same:
         return result.reason
     if reading is not None and _contrary(found, reading) and found.closest is not None:
         sentence = analysis.sentences[found.closest].text

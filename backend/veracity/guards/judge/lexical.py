@@ -43,6 +43,8 @@ class ClauseResult:
     reason: str
     context: int | None = None  # the sentence a contradiction was found in
     contradiction: str = ""  # what contradicts it there: "number", "name", "negation_added" or "negation_dropped"
+    context_share: float = 0.0  # the share of the clause's other words (all but the contradicted value) it holds
+    stated_elsewhere: bool = False  # another sentence holds the clause's contradicted number and would state the rest
     gaps: list[str] = field(default_factory=list)
     missing_number: bool = False
     missing_name: bool = False
@@ -177,58 +179,13 @@ def _judge_clause(
     coverage = len(covered) / len(terms)
     result = ClauseResult("partial", coverage, float(len(terms)), chosen, "")
     result.missing_number = any(df.get(number.value, 0) == 0 for number in clause.numbers)
-
-    # Only a sentence that would support the clause's other words states the same fact, so only there is a
-    # different number, a different name or a flipped negation a contradiction rather than another fact.
     words = terms - {number.value for number in clause.numbers}
-    context = _context(covers, words, weight)
-    if context is not None:
-        sentence = sentences[context]
-        claimed = {number.value for number in clause.numbers}
-        for number in clause.numbers:
-            if number.value in sentence.keys:
-                continue
-            rival = next((o for o in sentence.numbers if _rivals(number, o, claimed)), None)
-            if rival is not None:
-                result.reason = f"the matching source sentence says {rival.value} where the claim says {number.raw}"
-                return _contradicted(result, context, "number")
-        targets = {k for k in sentence.keys if matches.get(k, set()) & terms}
-        claim_neg = negated(clause.tokens, terms)
-        # A flipped negation is a contradiction only in a clause the sentence otherwise states word for word: a
-        # paraphrase moves negations about ("were flat" / "did not grow", "had not joined" / "remains outside").
-        if words <= covers[context] and claim_neg != negated(matching_part(sentence, targets), targets):
-            if claim_neg:
-                result.reason = "the claim is negated but the matching source sentence is not"
-                return _contradicted(result, context, "negation_added")
-            result.reason = "the matching source sentence negates what the claim asserts"
-            return _contradicted(result, context, "negation_dropped")
-
     missing_names = [
         (text, keys)
         for text, keys in clause.entities
         if max(len(set(keys) & s.keys) for s in sentences) / len(keys) <= ENTITY_MIN_MATCH
     ]
     result.missing_name = bool(missing_names)
-    for text, keys in missing_names:
-        context = _context(covers, words - set(keys), weight)
-        if context is None:
-            continue
-        rival_name = next(
-            (name for name, name_keys in entities(sentences[context].text, True) if not set(name_keys) & terms),
-            None,
-        )
-        if rival_name is not None:
-            result.reason = f"the matching source sentence names {rival_name} where the claim says {text}"
-            return _contradicted(result, context, "name")
-
-    for word, key in clause.names:
-        if df.get(key, 0):
-            continue
-        context = _context(covers, words - {key}, weight)
-        if context is not None and (other := slot_rival(clause.text, word, sentences[context].text, terms)):
-            result.reason = f"the matching source sentence names {other} where the claim says {word}"
-            return _contradicted(result, context, "name")
-
     for number in clause.numbers:
         if df.get(number.value, 0) == 0:
             result.gaps.append(f"number {number.raw} is not found in the sources")
@@ -243,12 +200,86 @@ def _judge_clause(
     else:
         result.label = "supported" if coverage >= SUPPORTED_COVERAGE else "partial"
         result.reason = f"{pct(coverage)} of its content words are covered"
+    # Every signal above is read whether or not a sentence contradicts the clause: the learned judge weighs a
+    # contradiction by how surely its sentence states the same fact, and reads the clause as usual when it does not.
+    _contradiction(result, clause, sentences, covers, weight, df, matches, words, missing_names)
     return result
 
 
-def _contradicted(result: ClauseResult, context: int, kind: str) -> ClauseResult:
-    result.label, result.contradiction, result.context = "unsupported", kind, context
-    return result
+def _contradiction(
+    result: ClauseResult,
+    clause: Clause,
+    sentences: list[SourceSentence],
+    covers: list[frozenset[str]],
+    weight: dict[str, float],
+    df: dict[str, int],
+    matches: dict[str, set[str]],
+    words: set[str],
+    missing_names: list[tuple[str, list[str]]],
+) -> None:
+    """Mark the clause contradicted (label, kind, sentence, reason) by the first of: another number, a flipped
+    negation, another name. Only a sentence that would support the clause's other words states the same fact, so
+    only there is a different number, a different name or a flipped negation a contradiction rather than another
+    fact."""
+    terms = set(clause.terms)
+    context = _context(covers, words, weight)
+    if context is not None:
+        sentence = sentences[context]
+        claimed = {number.value for number in clause.numbers}
+        for number in clause.numbers:
+            if number.value in sentence.keys:
+                continue
+            rival = next((o for o in sentence.numbers if _rivals(number, o, claimed)), None)
+            if rival is not None:
+                result.stated_elsewhere = any(
+                    number.value in other.keys and _share(covers[i], words) >= SUPPORTED_COVERAGE
+                    for i, other in enumerate(sentences)
+                    if i != context
+                )
+                reason = f"the matching source sentence says {rival.value} where the claim says {number.raw}"
+                return _contradicted(result, context, "number", _share(covers[context], words), reason)
+        targets = {k for k in sentence.keys if matches.get(k, set()) & terms}
+        claim_neg = negated(clause.tokens, terms)
+        # A flipped negation is a contradiction only in a clause the sentence otherwise states word for word: a
+        # paraphrase moves negations about ("were flat" / "did not grow", "had not joined" / "remains outside").
+        if words <= covers[context] and claim_neg != negated(matching_part(sentence, targets), targets):
+            if claim_neg:
+                reason = "the claim is negated but the matching source sentence is not"
+                return _contradicted(result, context, "negation_added", 1.0, reason)
+            reason = "the matching source sentence negates what the claim asserts"
+            return _contradicted(result, context, "negation_dropped", 1.0, reason)
+
+    for text, keys in missing_names:
+        context = _context(covers, words - set(keys), weight)
+        if context is None:
+            continue
+        rival_name = next(
+            (name for name, name_keys in entities(sentences[context].text, True) if not set(name_keys) & terms),
+            None,
+        )
+        if rival_name is not None:
+            reason = f"the matching source sentence names {rival_name} where the claim says {text}"
+            return _contradicted(result, context, "name", _share(covers[context], words - set(keys)), reason)
+
+    for word, key in clause.names:
+        if df.get(key, 0):
+            continue
+        context = _context(covers, words - {key}, weight)
+        if context is not None and (other := slot_rival(clause.text, word, sentences[context].text, terms)):
+            reason = f"the matching source sentence names {other} where the claim says {word}"
+            return _contradicted(result, context, "name", _share(covers[context], words - {key}), reason)
+    return None
+
+
+def _contradicted(result: ClauseResult, context: int, kind: str, share: float, reason: str) -> None:
+    result.label, result.contradiction, result.context, result.context_share = "unsupported", kind, context, share
+    result.reason = reason
+
+
+def _share(cover: frozenset[str], words: set[str]) -> float:
+    """How much of ``words`` a sentence covers: how surely it states the same fact as the clause (``_context``
+    asks two in three; a flipped negation counts only where it covers them all)."""
+    return len(cover & words) / len(words) if words else 0.0
 
 
 def _combine(clauses: list[Clause], results: list[ClauseResult], sentences: list[SourceSentence]) -> Judgement:

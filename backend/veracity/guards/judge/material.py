@@ -70,6 +70,8 @@ class Rows:
     x: np.ndarray
     owner: np.ndarray  # example index per clause
     contradicted: np.ndarray  # per clause, by the lexical rules
+    context_share: np.ndarray  # per clause: the share of its other words the contradicting sentence covers
+    elsewhere: np.ndarray  # per clause: its contradicted number is held by another source sentence
     reader: np.ndarray  # per clause: the contradiction reader's logit (NOT_READ without it)
     share: np.ndarray  # per clause: the share of its content words its closest sentence holds (0 without the reader)
     unstated: np.ndarray  # per clause: holds a number or a name no source sentence holds
@@ -81,6 +83,7 @@ def clause_rows(examples: list[Example], model: SemanticModel | None, reader: Co
     judge = LexicalJudge()
     names = SEMANTIC_FEATURES if model is not None else LEXICAL_FEATURES
     x, owner, contradicted, read, share, extra, weight, target = [], [], [], [], [], [], [], []
+    context_share, elsewhere = [], []
     for n, e in enumerate(examples):
         analysis = judge.analyse(e.claim, [Source(e.group, e.source)])
         single = len(analysis.results) == 1
@@ -88,6 +91,8 @@ def clause_rows(examples: list[Example], model: SemanticModel | None, reader: Co
             x.append(found.row(names))
             owner.append(n)
             contradicted.append(bool(result.contradiction))
+            context_share.append(result.context_share)
+            elsewhere.append(result.stated_elsewhere)
             read.append(found.values.get("contradiction", NOT_READ))
             share.append(found.values.get("closest_share", 0.0))
             extra.append(unstated(found.values))
@@ -104,6 +109,8 @@ def clause_rows(examples: list[Example], model: SemanticModel | None, reader: Co
         np.vstack(x),
         np.array(owner),
         np.array(contradicted),
+        np.array(context_share),
+        np.array(elsewhere),
         np.array(read),
         np.array(share),
         np.array(extra),
