@@ -491,13 +491,35 @@ def test_sameness_decides_which_lexical_contradictions_count() -> None:
 
 async def test_a_figure_stated_for_its_year_beside_another_years_is_not_contradicted_by_it() -> None:
     same = judge.cutoffs.sameness
-    assert same == Sameness(fitted()["semantic"]["stated"]["lexical_share"], same.unless_elsewhere)
+    stated = fitted()["semantic"]["stated"]
+    assert same == Sameness(stated["lexical_share"], stated["lexical_unless_elsewhere"])
     near_miss = await judge.judge("Revenue was 52 million euros in 2021.", [FIGURES])
     changed = await judge.judge("Revenue was 61 million euros in 2021.", [FIGURES])
-    assert changed.label == "unsupported" and "where the claim says 61 million" in changed.reason
-    if same.unless_elsewhere:  # the shipped fit's choice, on the long pages of training/judge
-        assert near_miss.label != "unsupported", near_miss.reason
-        assert "says 40000000" not in near_miss.reason
+    assert changed.label == "unsupported" and "says 40000000 where the claim says 61 million" in changed.reason
+    # The shipped fit's choice, on the long pages of training/judge (a refit that drops it must look here again).
+    assert same.unless_elsewhere
+    assert near_miss.label != "unsupported" and "says 40000000" not in near_miss.reason, near_miss.reason
+
+
+GOALS = Source(
+    "goals",
+    "Results\nIn 2019 the club scored 40 goals under coach Anna Berg.\n"
+    "In 2021 the club scored 52 goals under coach Anna Berg.\nMore news",
+)
+
+
+@pytest.mark.parametrize("made", [judge, lexical_only], ids=["semantic", "lexical"])
+@pytest.mark.parametrize(
+    "claim",
+    ["The club scored 52 goals in 2019.", "The club scored 40 goals in 2021.", "In 2019 the club scored 52 goals."],
+)
+async def test_one_years_figure_given_for_another_year_is_unsupported(made: LearnedJudge, claim: str) -> None:
+    # Review finding: a sentence holding only the claim's figure (52 goals, but in 2021) excused the contradiction.
+    (result,) = LexicalJudge().analyse(claim, [GOALS]).results
+    assert result.contradiction == "number" and not result.stated_elsewhere
+    verdict = await made.judge(claim, [GOALS])
+    assert verdict.label == "unsupported", verdict.reason
+    assert (await made.judge("The club scored 52 goals in 2021.", [GOALS])).label == "supported"
 
 
 def test_a_clause_with_an_unstated_detail_is_partial_from_its_own_cut_off() -> None:
@@ -505,8 +527,11 @@ def test_a_clause_with_an_unstated_detail_is_partial_from_its_own_cut_off() -> N
     hit, extra = [False, False, False, False], [True, False, True, True]
     assert clause_labels(p, 0.3, 0.9, hit, extra) == ["unsupported", "partial", "partial", "unsupported"]
     assert clause_labels(p, 0.3, 0.9, hit, extra, partly=0.45) == ["partial", "partial", "partial", "unsupported"]
-    # never below the lower cut-off: an unstated detail never makes a clause more supported
-    assert clause_labels(p, 0.3, 0.9, hit, extra, partly=0.1)[3] == "unsupported"
+    assert clause_labels(p, 0.3, 0.9, hit, extra, partly=0.6) == ["unsupported", "partial", "partial", "unsupported"]
+    # The shipped fit keeps it within the pair: an unstated detail never needs more to be partial than to be supported.
+    for mode in ("semantic", "lexical"):
+        stated = fitted()[mode]["stated"]
+        assert stated["unsupported_below"] <= stated["unstated_partial_from"] <= stated["threshold"]
 
 
 def test_the_fit_reads_a_lexical_contradiction_through_its_sameness_cut_off() -> None:

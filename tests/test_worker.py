@@ -29,6 +29,7 @@ from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.jobs import asyncpg_dsn
 from veracity.db.migrate import upgrade
+from veracity.db.transient import is_transient
 
 VERACITY = str(Path(sys.executable).parent / "veracity")
 REPO = Path(__file__).resolve().parents[1]
@@ -414,8 +415,9 @@ async def test_an_executor_frozen_inside_its_write_does_not_keep_a_sweep_from_th
 
         taken = await asyncio.wait_for(sweep(), timeout=20)
         assert taken == runs_repo.Fence(run_id=run_id, owner="w2:2:b", generation=2)
-        with pytest.raises(Exception, match="closed|terminat|idle"):  # thawed: its connection was closed
+        with pytest.raises(Exception, match="closed|terminat|idle") as ended:  # thawed: its connection was closed
             await frozen.commit()
+        assert is_transient(ended.value)  # so the journal's retry meets the new fence, not a failed run
         await frozen.close()
         async with sessions() as session:
             run = await runs_repo.get_run(session=session, run_id=run_id)

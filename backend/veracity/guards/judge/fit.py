@@ -55,7 +55,7 @@ the first and the clause's closest sentence holds at least that share of its con
 SAMENESS_GRID = tuple((share, elsewhere) for share in (0.0, 0.75, 0.85, 1.0) for elsewhere in (False, True))
 """(share, unless_elsewhere) pairs tried for when the lexical reading's contradiction counts (``learned.Sameness``):
 its sentence covers that share of the clause's other words (the reading itself asks two in three), and, with the
-second, no other sentence holds the clause's number and two in three of its other words. Never "not at all": a
+second, no other sentence holds every number of the clause and two in three of its other words. Never "not at all": a
 changed number, name or negation in the sentence stating the same fact is a contradiction."""
 SAME_FACT = (0.0, False)
 """Every lexical contradiction counts (the lexical judge's rule)."""
@@ -289,11 +289,17 @@ def fit_mode(examples: list[Example], rows: Rows, names: tuple[str, ...]) -> dic
     same = best(COARSE, COARSE, (reader,), SAMENESS_GRID)[3]
     reader = best(COARSE, COARSE, readers, (same,))[2]
     _, _, _, _, _, t_u, t_s = best(GRID, GRID, (reader,), (same,))
-    partlies = (None, *(float(g) for g in GRID if t_u <= g < t_s))
-    partly = best(np.array([t_u]), np.array([t_s]), (reader,), (same,), partlies)[4]
-    partly = t_s if partly is None else partly
-    ba, _, _, _, _, t_u, t_s = best(GRID, GRID, (reader,), (same,), (partly,))
-    partly = max(partly, t_u)
+
+    def partial_from(t_u: float, t_s: float) -> float:
+        """From which probability in [t_u, t_s] a clause with an unstated number or name is partial."""
+        partlies = (None, *(float(g) for g in GRID if t_u <= g < t_s))
+        chosen = best(np.array([t_u]), np.array([t_s]), (reader,), (same,), partlies)[4]
+        return t_s if chosen is None else chosen
+
+    partly = partial_from(t_u, t_s)
+    _, _, _, _, _, t_u, t_s = best(GRID, GRID, (reader,), (same,), (partly,))
+    partly = partial_from(t_u, t_s)  # again for the final pair: always within it
+    ba = best(np.array([t_u]), np.array([t_s]), (reader,), (same,), (partly,))[0]
     params = _fit(fit_rows, names)
     oof_labels, oof_scores = claim_labels(fit_rows, p, t_u, t_s, n, reader, same, partly)
     test_rows, test_ids = _subset(rows, ~in_fit)

@@ -56,9 +56,9 @@ class Reading:
 class Sameness:
     """When the lexical reading's contradiction (another number, name or negation in the sentence that would state
     the clause's other words) counts: that sentence covers at least ``share`` of those words, and, with
-    ``unless_elsewhere``, no other source sentence holds the clause's number and would state the rest of it (as
-    surely as the reading asks of any sentence: two words in three) — then that one states the clause's fact and
-    the first another fact. On a long page the sentence closest in
+    ``unless_elsewhere``, no other source sentence holds every number of the clause and would state the rest of it
+    (as surely as the reading asks of any sentence: two words in three) — then that one states the clause's fact
+    and the first another fact. On a long page the sentence closest in
     words often states another fact (another year's figure, another person's role): the fit chooses how surely it
     must be the same fact. (0, False): every contradiction counts, as in the lexical judge."""
 
@@ -118,7 +118,7 @@ def clause_labels(
     """A contradicted clause is unsupported (the rule); a clause with an unstated number or name is partly supported
     at most (partial when its probability reaches ``partly``, by default ``above``, else unsupported); the others by
     their probability: supported from ``above``, unsupported under ``below``, partial between."""
-    partly = above if partly is None else max(partly, below)
+    partly = above if partly is None else partly
     out: list[Label] = []
     for x, hit, extra in zip(p, contradicted, unstated, strict=True):
         if hit or x < below or (extra and x < partly):

@@ -44,7 +44,7 @@ class ClauseResult:
     context: int | None = None  # the sentence a contradiction was found in
     contradiction: str = ""  # what contradicts it there: "number", "name", "negation_added" or "negation_dropped"
     context_share: float = 0.0  # the share of the clause's other words (all but the contradicted value) it holds
-    stated_elsewhere: bool = False  # another sentence holds the clause's contradicted number and would state the rest
+    stated_elsewhere: bool = False  # another sentence holds every number of the clause and would state the rest
     gaps: list[str] = field(default_factory=list)
     missing_number: bool = False
     missing_name: bool = False
@@ -231,8 +231,11 @@ def _contradiction(
                 continue
             rival = next((o for o in sentence.numbers if _rivals(number, o, claimed)), None)
             if rival is not None:
+                # Another sentence states the clause's fact with all of its numbers ("52 million in 2021" beside
+                # "40 million in 2019"): the first sentence is about another year. One holding only the contradicted
+                # number (52 goals, but in 2021 where the claim says 2019) does not excuse it.
                 result.stated_elsewhere = any(
-                    number.value in other.keys and _share(covers[i], words) >= SUPPORTED_COVERAGE
+                    claimed <= other.keys and _share(covers[i], words) >= SUPPORTED_COVERAGE
                     for i, other in enumerate(sentences)
                     if i != context
                 )

@@ -1,11 +1,13 @@
 """The judge's training material as the fit reads it: ``training/judge`` (see its README), written for the
-purpose — short passages, each with claims labelled supported / partial / unsupported by kind (faithful paraphrase,
-unit conversion, a claim with an unstated extra, changed number, date, name, negation or antonym, swapped roles, an
-invented fact), and news-style articles with multi-sentence summaries labelled per sentence — its split, and its
-clauses as feature rows.
+purpose — short passages and long extractor-style pages, each with claims labelled supported / partial /
+unsupported by kind (faithful paraphrase, unit conversion, a claim with an unstated extra, changed number, date,
+name, negation or antonym, swapped roles, an invented fact), and news-style articles with multi-sentence summaries
+labelled per sentence — its split, and its clauses as feature rows.
 
 The model scores clauses the rules leave to it (``learned``: a contradicted clause is unsupported whatever the model
-says, and one holding a number or a name no source sentence holds is never supported). Every other clause of a
+says, and one holding a number or a name no source sentence holds is never supported). A clause the lexical reading
+contradicts is left out of the fit even where the fitted ``Sameness`` does not count its contradiction: which ones
+count is chosen after the model is fitted. Every other clause of a
 supported claim is a positive; a one-clause invented claim (words and meaning the sources lack) is a negative. A
 minimal edit the checks do not flag (an antonym, swapped roles, a changed common noun) keeps the source's words and
 most of its meaning, so fitting on it would only teach that covering a claim's words makes it less supported; such
