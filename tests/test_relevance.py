@@ -164,14 +164,47 @@ def test_summary_is_drawn_from_several_sections_not_a_copy_of_one(model):
     )
     picked = pick_claims(request)
     summary = [c.text for c in picked["executive_summary"]]
-    assert len(summary) == 3
-    # Drawn from three different sections, and moved rather than copied.
+    # Drawn from the two sections that can spare a claim (Key findings asks for two and has two), moved rather
+    # than copied: each section keeps its min_evidence.
+    assert len(summary) == 2
+    assert {e.id[0] for e in evidence if e.quote in summary} == {"m", "d"}  # market landscape, data notes
     for sid in ("key_findings", "market_landscape", "data_notes"):
         assert not set(summary) & {c.text for c in picked[sid]}
-    assert summary != [c.text for c in picked["key_findings"]][: len(summary)]
+    assert [c.text for c in picked["key_findings"]] == [evidence[0].quote, evidence[1].quote]
     # The near-duplicate figure was dropped.
     all_texts = [c.text for claims in picked.values() for c in claims]
     assert evidence[5].quote not in all_texts
+
+
+def test_a_summary_moves_claims_from_sections_that_can_spare_one_and_copies_only_a_lone_finding(model):
+    spec = SpecRegistry.load().get("market_brief")
+    evidence = [
+        # The report's most relevant sentence is Key findings' only one: the summary does not copy it.
+        _ev("k1", "Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power", 0.95),
+        _ev("d1", "Nuclear plants supplied about 9 percent of the world's electricity in 2022.", "Nuclear power", 0.6),
+        _ev("d2", "France generates about 70 percent of its electricity from nuclear power.", "Nuclear power", 0.5),
+    ]
+
+    def summary_of(section_evidence: dict[str, list[str]]) -> tuple[list[str], dict[str, list[str]]]:
+        request = ComposeRequest(
+            spec=spec,
+            question="What is the outlook for nuclear power?",
+            section_evidence=section_evidence,
+            evidence=evidence,
+            attempt=1,
+            per_section=5,
+            semantic=model,
+        )
+        picked = pick_claims(request)
+        others = {sid: [c.text for c in claims] for sid, claims in picked.items() if sid != "executive_summary"}
+        return [c.text for c in picked["executive_summary"]], others
+
+    summary, others = summary_of({"key_findings": ["k1"], "data_notes": ["d1", "d2"]})
+    assert summary == [evidence[1].quote]  # moved from Data notes, which keeps one
+    assert others["key_findings"] == [evidence[0].quote] and others["data_notes"] == [evidence[2].quote]
+    # A one-finding brief: nothing to spare, so its summary says that finding first, once more.
+    summary, others = summary_of({"key_findings": ["k1"]})
+    assert summary == [evidence[0].quote] and others["key_findings"] == [evidence[0].quote]
 
 
 def test_answer_names_what_the_sources_do_not_say():

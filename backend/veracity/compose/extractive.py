@@ -57,16 +57,44 @@ def pick_claims(request: ComposeRequest) -> dict[str, list[Claim]]:
                 break
         picked[section.id] = claims
     for section in (s for s in spec.sections if s.summary):
-        chosen = summary_picks(picked, relevance, similar, SUMMARY_CLAIMS)
-        summary = []
-        for sid, claim in chosen:
-            if (section.id, claim.text) in rejected:
-                continue
-            if len(picked[sid]) > 1:  # moved, not copied: the summary never repeats a section
-                picked[sid] = [c for c in picked[sid] if c is not claim]
-            summary.append(claim.model_copy())
-        picked[section.id] = summary
+        keep = {s.id: max(1, s.min_evidence) for s in spec.evidence_sections}
+        picked[section.id] = _summary(section.id, picked, keep, relevance, similar, rejected)
     return {s.id: paragraphs(picked.get(s.id, []), by_id) for s in spec.sections}
+
+
+def _summary(
+    summary_id: str,
+    picked: dict[str, list[Claim]],
+    keep: dict[str, int],
+    relevance: dict[str, float],
+    similar: Similarity,
+    rejected: set[tuple[str | None, str]],
+) -> list[Claim]:
+    """A summary section's claims, moved out of the sections that can spare one — each keeps its ``keep`` (its
+    ``min_evidence``: a section the summary draws on is never left thin by it) — so no sentence is in two sections.
+    Only a report with nothing to spare has its summary repeat one claim: its most relevant (a one-finding brief
+    still says it first)."""
+    summary: list[Claim] = []
+    given: set[str] = set()  # one claim per section until every section that can spare one has given one
+    while len(summary) < SUMMARY_CLAIMS:
+        spare = {sid: claims for sid, claims in picked.items() if sid in keep and len(claims) > keep[sid]}
+        pool = {sid: claims for sid, claims in spare.items() if sid not in given} or spare
+        chosen = summary_picks(pool, relevance, similar, 1, summary)
+        if not chosen:
+            break
+        sid, claim = chosen[0]
+        given.add(sid)
+        picked[sid] = [c for c in picked[sid] if c is not claim]
+        if (summary_id, claim.text) not in rejected:
+            summary.append(claim.model_copy())
+    if not summary:
+        others = {sid: claims for sid, claims in picked.items() if sid != summary_id}
+        summary = [
+            claim.model_copy()
+            for _, claim in summary_picks(others, relevance, similar, 1)
+            if (summary_id, claim.text) not in rejected
+        ]
+    return summary
 
 
 def disclaimer_for(spec: Spec, text: str) -> tuple[str | None, str | None]:

@@ -43,19 +43,25 @@ class Similarity:
 
 
 def summary_picks(
-    sections: dict[str, list[Claim]], relevance: dict[str, float], similar: Similarity, size: int
+    sections: dict[str, list[Claim]],
+    relevance: dict[str, float],
+    similar: Similarity,
+    size: int,
+    already: list[Claim] | None = None,
 ) -> list[tuple[str, Claim]]:
-    """Up to ``size`` (section id, claim) pairs for a summary: maximal marginal relevance over every section's
-    claims, at most one per section until each section with claims has given one."""
+    """Up to ``size`` (section id, claim) pairs for a summary that holds ``already``: maximal marginal relevance over
+    every section's claims, at most one per section until each section with claims has given one."""
     pool = [(sid, c) for sid, claims in sections.items() for c in claims if c.evidence_ids]
+    held = [c for c in already or [] if c.evidence_ids]
     chosen: list[tuple[str, Claim]] = []
     while pool and len(chosen) < size:
         used_sections = {sid for sid, _ in chosen}
         fresh = [p for p in pool if p[0] not in used_sections] or pool
+        picked = held + [c for _, c in chosen]
 
-        def mmr(pair: tuple[str, Claim]) -> float:
+        def mmr(pair: tuple[str, Claim], picked: list[Claim] = picked) -> float:
             eid = pair[1].evidence_ids[0]
-            redundancy = max((similar(eid, c.evidence_ids[0]) for _, c in chosen), default=0.0)
+            redundancy = max((similar(eid, c.evidence_ids[0]) for c in picked), default=0.0)
             return MMR_LAMBDA * relevance.get(eid, 0.0) - (1 - MMR_LAMBDA) * redundancy
 
         best = max(fresh, key=mmr)
