@@ -830,8 +830,9 @@ async def test_extractive_composer_never_picks_advice_or_personal_phrasing() -> 
         {"provisions": ["evadvice", "ev1", "evecho"], "application": ["evecho", "evadvice", "ev4"]},
     )
     draft = await ExtractiveComposer().compose(request)
+    # Each section holds one claim, so none can spare one: the summary repeats the most relevant, once.
     assert claims_by_section(draft) == {
-        "summary": [(S90A_1, ["ev1"]), (S90A_4, ["ev4"])],
+        "summary": [(S90A_1, ["ev1"])],
         "provisions": [(S90A_1, ["ev1"])],
         "application": [(S90A_4, ["ev4"])],
     }
