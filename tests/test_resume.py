@@ -283,3 +283,17 @@ async def test_the_state_round_trips_through_the_checkpoint_serializer_as_its_ow
     for state in history:
         for key, value in state.values.items():
             TypeAdapter(fields[key]).validate_python(value, strict=True)  # a dict where a model belongs fails here
+
+
+async def test_the_checkpointers_postgresql_connections_end_a_transaction_idle_past_the_lease(pg_url: str) -> None:
+    # A process frozen mid-write holds no checkpoint row past the lease, as runs_repo.bound_idle does for runs.
+    from veracity.db.checkpoints import open_checkpointer
+
+    async with open_checkpointer(
+        pg_url + "?options=-c%20statement_timeout%3D60000", serde=None, idle_seconds=2.5
+    ) as saver:
+        async with saver.conn.connection() as conn:  # type: ignore[attr-defined]
+            idle = await (await conn.execute("SHOW idle_in_transaction_session_timeout")).fetchone()
+            statement = await (await conn.execute("SHOW statement_timeout")).fetchone()
+    assert idle is not None and idle["idle_in_transaction_session_timeout"] == "2500ms"
+    assert statement is not None and statement["statement_timeout"] == "1min"  # the URL's own options are kept

@@ -24,7 +24,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from psycopg import AsyncConnection
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.engine import make_url
@@ -106,11 +106,13 @@ class GatedSqliteSaver(AsyncSqliteSaver):
 
 @asynccontextmanager
 async def open_checkpointer(
-    url: str, *, serde: SerializerProtocol, gate: WriteGate | None = None
+    url: str, *, serde: SerializerProtocol, gate: WriteGate | None = None, idle_seconds: float | None = None
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The checkpointer of the database at ``url``, open for the ``async with`` block (its connection or pool is
     closed after). Its tables must exist (``setup_checkpoints``). ``gate``: the engine's write gate (SQLite), which
-    its writes then queue at too."""
+    its writes then queue at too. ``idle_seconds`` (PostgreSQL): the server ends a transaction of its connections
+    idle that long — a process frozen mid-write holds no lock past it (as ``runs_repo.bound_idle`` does for the
+    run's rows; the saver's connections are autocommit and never wait inside a transaction)."""
     if is_sqlite(url):
         conn = await aiosqlite.connect(sqlite_path(url), timeout=BUSY_TIMEOUT_SECONDS)
         try:
@@ -119,8 +121,14 @@ async def open_checkpointer(
         finally:
             await conn.close()
         return
+    conninfo = postgres_conninfo(url)
+    if idle_seconds is not None:
+        timeout = max(1, round(idle_seconds * 1000))
+        given = conninfo_to_dict(conninfo).get("options")  # the URL's own options are kept
+        bound = f"-c idle_in_transaction_session_timeout={timeout}"
+        conninfo = make_conninfo(conninfo, options=f"{given} {bound}" if given else bound)
     pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
-        postgres_conninfo(url),
+        conninfo,
         min_size=1,
         max_size=4,
         open=False,

@@ -189,7 +189,12 @@ async def open_runtime(
                 await asyncio.to_thread(upgrade, settings.database.url)
             # The graph's checkpoints, in the run's database: another process can resume a run whose process died.
             saver = await checkpoints.enter_async_context(
-                open_checkpointer(settings.database.url, serde=state_serializer(), gate=gate)
+                open_checkpointer(
+                    settings.database.url,
+                    serde=state_serializer(),
+                    gate=gate,
+                    idle_seconds=settings.limits.run_lease_seconds,
+                )
             )
             runtime = Runtime(
                 settings, engine, sessionmaker, build_graph(saver), RunFeed(sessionmaker, settings), models
