@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from veracity.compose.extractive import pick_claims
-from veracity.domain import Claim, Evidence, SectionDraft, SourceRef
+from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Violation
 from veracity.guards.relevance import check_relevance
 from veracity.guards.status import with_status
 from veracity.ports import ComposeRequest
@@ -185,15 +185,18 @@ def test_a_summary_moves_claims_from_sections_that_can_spare_one_and_copies_only
         _ev("d2", "France generates about 70 percent of its electricity from nuclear power.", "Nuclear power", 0.5),
     ]
 
-    def summary_of(section_evidence: dict[str, list[str]]) -> tuple[list[str], dict[str, list[str]]]:
+    def summary_of(
+        section_evidence: dict[str, list[str]], violations: list[Violation] | None = None
+    ) -> tuple[list[str], dict[str, list[str]]]:
         request = ComposeRequest(
             spec=spec,
             question="What is the outlook for nuclear power?",
             section_evidence=section_evidence,
             evidence=evidence,
-            attempt=1,
+            attempt=2 if violations else 1,
             per_section=5,
             semantic=model,
+            violations=violations or [],
         )
         picked = pick_claims(request)
         others = {sid: [c.text for c in claims] for sid, claims in picked.items() if sid != "executive_summary"}
@@ -202,6 +205,12 @@ def test_a_summary_moves_claims_from_sections_that_can_spare_one_and_copies_only
     summary, others = summary_of({"key_findings": ["k1"], "data_notes": ["d1", "d2"]})
     assert summary == [evidence[1].quote]  # moved from Data notes, which keeps one
     assert others["key_findings"] == [evidence[0].quote] and others["data_notes"] == [evidence[2].quote]
+    # A claim the last verify rejected for the summary is not moved there: it stays in its own section.
+    told = Violation(
+        check="off_topic", layer="relevance", section_id="executive_summary", claim=evidence[1].quote, detail="x"
+    )
+    summary, others = summary_of({"key_findings": ["k1"], "data_notes": ["d1", "d2"]}, [told])
+    assert summary == [evidence[2].quote] and others["data_notes"] == [evidence[1].quote]
     # A one-finding brief: nothing to spare, so its summary says that finding first, once more.
     summary, others = summary_of({"key_findings": ["k1"]})
     assert summary == [evidence[0].quote] and others["key_findings"] == [evidence[0].quote]

@@ -17,7 +17,7 @@ from veracity.guards.language import detect
 from veracity.guards.patterns import compiled
 from veracity.ports import ComposeRequest
 from veracity.semantic.relevance import lexical_share
-from veracity.semantic.select import Similarity, paragraphs, summary_picks
+from veracity.semantic.select import Similarity, paragraphs, summary_pick
 from veracity.specs.models import Spec
 from veracity.text import content_terms, index_stems
 
@@ -74,26 +74,31 @@ def _summary(
     ``min_evidence``: a section the summary draws on is never left thin by it) — so no sentence is in two sections.
     Only a report with nothing to spare has its summary repeat one claim: its most relevant (a one-finding brief
     still says it first)."""
+    allowed = {
+        sid: [c for c in claims if (summary_id, c.text) not in rejected]
+        for sid, claims in picked.items()
+        if sid != summary_id
+    }
     summary: list[Claim] = []
     given: set[str] = set()  # one claim per section until every section that can spare one has given one
     while len(summary) < SUMMARY_CLAIMS:
-        spare = {sid: claims for sid, claims in picked.items() if sid in keep and len(claims) > keep[sid]}
-        pool = {sid: claims for sid, claims in spare.items() if sid not in given} or spare
-        chosen = summary_picks(pool, relevance, similar, 1, summary)
-        if not chosen:
+        spare = {
+            sid: allowed[sid]
+            for sid, claims in picked.items()
+            if sid in keep and len(claims) > keep[sid] and allowed[sid]
+        }
+        chosen = summary_pick(
+            {sid: c for sid, c in spare.items() if sid not in given} or spare, relevance, similar, summary
+        )
+        if chosen is None:
             break
-        sid, claim = chosen[0]
+        sid, claim = chosen
         given.add(sid)
         picked[sid] = [c for c in picked[sid] if c is not claim]
-        if (summary_id, claim.text) not in rejected:
-            summary.append(claim.model_copy())
-    if not summary:
-        others = {sid: claims for sid, claims in picked.items() if sid != summary_id}
-        summary = [
-            claim.model_copy()
-            for _, claim in summary_picks(others, relevance, similar, 1)
-            if (summary_id, claim.text) not in rejected
-        ]
+        allowed[sid] = [c for c in allowed[sid] if c is not claim]
+        summary.append(claim.model_copy())
+    if not summary and (lone := summary_pick(allowed, relevance, similar, [])) is not None:
+        summary = [lone[1].model_copy()]
     return summary
 
 

@@ -42,32 +42,20 @@ class Similarity:
         return self(a, b) >= (DUPLICATE_COSINE if self._model is not None else DUPLICATE_JACCARD)
 
 
-def summary_picks(
-    sections: dict[str, list[Claim]],
-    relevance: dict[str, float],
-    similar: Similarity,
-    size: int,
-    already: list[Claim] | None = None,
-) -> list[tuple[str, Claim]]:
-    """Up to ``size`` (section id, claim) pairs for a summary that holds ``already``: maximal marginal relevance over
-    every section's claims, at most one per section until each section with claims has given one."""
+def summary_pick(
+    sections: dict[str, list[Claim]], relevance: dict[str, float], similar: Similarity, held: list[Claim]
+) -> tuple[str, Claim] | None:
+    """The next (section id, claim) for a summary that holds ``held``: maximal marginal relevance over every
+    section's claims (relevant, and unlike what the summary already says); None when no section has a claim."""
     pool = [(sid, c) for sid, claims in sections.items() for c in claims if c.evidence_ids]
-    held = [c for c in already or [] if c.evidence_ids]
-    chosen: list[tuple[str, Claim]] = []
-    while pool and len(chosen) < size:
-        used_sections = {sid for sid, _ in chosen}
-        fresh = [p for p in pool if p[0] not in used_sections] or pool
-        picked = held + [c for _, c in chosen]
+    said = [c.evidence_ids[0] for c in held if c.evidence_ids]
 
-        def mmr(pair: tuple[str, Claim], picked: list[Claim] = picked) -> float:
-            eid = pair[1].evidence_ids[0]
-            redundancy = max((similar(eid, c.evidence_ids[0]) for c in picked), default=0.0)
-            return MMR_LAMBDA * relevance.get(eid, 0.0) - (1 - MMR_LAMBDA) * redundancy
+    def mmr(pair: tuple[str, Claim]) -> float:
+        eid = pair[1].evidence_ids[0]
+        redundancy = max((similar(eid, other) for other in said), default=0.0)
+        return MMR_LAMBDA * relevance.get(eid, 0.0) - (1 - MMR_LAMBDA) * redundancy
 
-        best = max(fresh, key=mmr)
-        chosen.append(best)
-        pool.remove(best)
-    return chosen
+    return max(pool, key=mmr, default=None)
 
 
 def paragraphs(claims: list[Claim], by_id: dict[str, Evidence]) -> list[Claim]:
