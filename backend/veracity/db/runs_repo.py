@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import CursorResult, and_, case, delete, exists, func, not_, select, text, true, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from veracity.db.models import ArtifactVersion, AuditEntry, ResearchRun, RunEvent, utcnow
 from veracity.errors import LeaseLost, RunCancelled
@@ -52,6 +53,17 @@ async def bound_idle(*, session: AsyncSession, seconds: float) -> None:
     await session.execute(
         select(func.set_config("idle_in_transaction_session_timeout", str(max(1, round(seconds * 1000))), True))
     )
+
+
+@asynccontextmanager
+async def run_transaction(
+    sessionmaker: async_sessionmaker[AsyncSession], lease_seconds: float
+) -> AsyncIterator[AsyncSession]:
+    """A session in a transaction that writes or claims a run (it takes the run's row lock), bounded to the run
+    lease by ``bound_idle``: every such transaction opens here."""
+    async with sessionmaker() as session, session.begin():
+        await bound_idle(session=session, seconds=lease_seconds)
+        yield session
 
 
 async def hold(*, session: AsyncSession, fence: Fence) -> None:

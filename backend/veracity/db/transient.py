@@ -42,7 +42,8 @@ MAX_DELAY = 1.0
 
 # Connection exceptions (class 08), the server shutting down or starting (57P01-03), too many connections, and the
 # two ways a transaction is rolled back for another's sake (serialization failure, deadlock), a lock wait
-# that hit lock_timeout, and a transaction the server ended for idling past its bound (``runs_repo.bound_idle``).
+# that hit lock_timeout, and a transaction the server ended for idling past its bound (``runs_repo.bound_idle``,
+# set by ``runs_repo.run_transaction``).
 _TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01", "55P03", "25P03"})
 _NETWORK_ERRNOS = frozenset(
     {

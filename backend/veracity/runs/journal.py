@@ -81,8 +81,7 @@ class Journal:
         async def once() -> T | None:
             nonlocal tries
             tries += 1
-            async with self.sessionmaker() as session, session.begin():
-                await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
+            async with runs_repo.run_transaction(self.sessionmaker, self.settings.limits.run_lease_seconds) as session:
                 if tries > 1 and await landed(session):
                     return None
                 return await write(session)
@@ -198,8 +197,7 @@ class Journal:
         executor holds yet ends here, with its ``error`` event; a held one is ended by its executor, which reads
         the flag at its next write or lease renewal. ``Conflict`` when the run has already finished."""
         cancelled = RunFailed(message=messages.RUN_CANCELLED)
-        async with self.sessionmaker() as session, session.begin():
-            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
+        async with runs_repo.run_transaction(self.sessionmaker, self.settings.limits.run_lease_seconds) as session:
             run = await runs_repo.request_cancel(session=session, run_id=run_id)
             if run is None:
                 raise NotFound(messages.RUN_UNKNOWN.format(run_id=run_id))
@@ -226,8 +224,7 @@ class Journal:
     async def sweep(self, run_id: str, message: str, *, stale_before: datetime) -> bool:
         """End another executor's run that stopped renewing its lease: status failed and one ``error`` event in
         one transaction, only if the run is still active and still stale (two sweeps racing end it once)."""
-        async with self.sessionmaker() as session, session.begin():
-            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
+        async with runs_repo.run_transaction(self.sessionmaker, self.settings.limits.run_lease_seconds) as session:
             reason = await runs_repo.fail_stale(
                 session=session,
                 run_id=run_id,

@@ -92,8 +92,7 @@ class Leases:
                 return
             beats += 1
             try:
-                async with self.sessionmaker() as session, session.begin():
-                    await runs_repo.bound_idle(session=session, seconds=lease)
+                async with runs_repo.run_transaction(self.sessionmaker, lease) as session:
                     lost = await runs_repo.renew_leases(session=session, fences=self.journal.fences())
                 for run_id in lost:
                     # Swept while this process was not renewing (frozen, cut off): its writes are refused by the

@@ -103,8 +103,7 @@ class Resumer:
         if run.resumes >= limit:
             spent = messages.RESUMES_SPENT.format(resumes=run.resumes) if limit else messages.RESUME_OFF
             return await self._give_up(run_id, spent, stale_before)
-        async with self.sessionmaker() as session, session.begin():
-            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
+        async with runs_repo.run_transaction(self.sessionmaker, self.settings.limits.run_lease_seconds) as session:
             fence = await runs_repo.claim_stale(
                 session=session, run_id=run_id, owner=self.owner, stale_before=stale_before, max_resumes=limit
             )

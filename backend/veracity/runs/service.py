@@ -353,8 +353,7 @@ class RunService:
         if resumption is None or not resumption.announced:  # a run taken over was announced by its first process
             await self.emit(run_id, run_started(run_id, spec, question, corpus, providers))
         first_event_ms = (time.perf_counter() - started) * 1000
-        async with self.sessionmaker() as session, session.begin():
-            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
+        async with runs_repo.run_transaction(self.sessionmaker, self.settings.limits.run_lease_seconds) as session:
             await runs_repo.set_run_status(
                 session=session, run_id=run_id, status="running", fence=self.journal.fence(run_id)
             )

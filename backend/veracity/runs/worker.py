@@ -113,8 +113,7 @@ class Worker:
             if await service.resumer.take_over(run_id, stale_before):
                 self.taken += 1
             return None
-        async with service.sessionmaker() as session, session.begin():
-            await runs_repo.bound_idle(session=session, seconds=self.settings.limits.run_lease_seconds)
+        async with runs_repo.run_transaction(service.sessionmaker, self.settings.limits.run_lease_seconds) as session:
             generation = await runs_repo.claim_run(
                 session=session, run_id=run_id, owner=service.owner, stale_before=stale_before
             )
