@@ -97,6 +97,24 @@ def test_numbers_are_compared_by_value() -> None:
     assert numbers("CO2 and the A321neo") == []  # names with digits, not numbers
 
 
+def test_a_range_of_years_written_short_ends_in_a_year() -> None:
+    def numbers(text: str) -> list[str]:
+        return [key for key, kind in tokenize(text)[0] if kind == 1]
+
+    assert numbers("governor 1861–63") == numbers("governor 1861 - 1863") == ["1861", "1863"]
+    assert numbers("the 2022-23 season") == ["2022", "2023"]
+    assert numbers("scores of 1990-85") == ["1990", "85"]  # not a range: the end would come first
+    assert numbers("1999–00") == ["1999", "0"]  # across a century: left as written
+
+
+@pytest.mark.parametrize("mode", [judge, lexical_only], ids=["semantic", "lexical"])
+async def test_a_claim_of_a_short_ranges_end_year_is_not_unsupported(mode: LearnedJudge) -> None:
+    source = Source("gov", "Lindqvist served as governor of the province in 1861–63 before returning to the army.")
+    verdict = await mode.judge("Lindqvist was governor of the province until 1863.", [source])
+    assert verdict.label != "unsupported", verdict.reason
+    assert "63" not in verdict.reason.replace("1863", "")
+
+
 async def test_number_formats_are_normalised() -> None:
     assert (await judge.judge("Northwind Timber employs 1200 people.", [COMPANY])).label == "supported"
     verdict = await judge.judge("Refunds are available for a 14-day period after purchase.", [POLICY])

@@ -151,6 +151,9 @@ def test_a_decision_explains_itself_with_probabilities_cues_and_nearest_examples
     assert d.nearest and all(0 < e.similarity <= 1 for e in d.nearest)
     assert d.nearest[0].label == "medical"
     assert any("might have" in m for m in d.matched)  # the cue that fired
+    # Two cues matching the same words ("tonight": urgent and imminent) show them once.
+    d = decide("took way more of my meds than i should have tonight, feeling weird")
+    assert d.route == "crisis" and d.matched.count("tonight") == 1, d.matched
 
 
 def test_without_the_semantic_model_the_fitted_lexical_screen_decides_and_says_so() -> None:

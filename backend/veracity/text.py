@@ -73,29 +73,92 @@ _ABBREVIATIONS = frozenset(
 _BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 
 
+_ORDINAL_RE = re.compile(r"[(\[]?(?:\d{1,3}|[ivx]{1,4}|[IVX]{1,4})[.)]")
 _BLOCK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*#)")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences in ``text`` (offsets into ``text``, whitespace trimmed). A blank line
-    or a Markdown heading always ends a sentence."""
+    or a Markdown heading always ends a sentence, and so does a line that ends a line of its own (``_lines``)."""
     spans: list[tuple[int, int]] = []
     start = 0
-    for match in _BLOCK_RE.finditer(text):
-        spans += [(start + s, start + e) for s, e in _block_spans(text[start : match.start()])]
-        start = match.end()
-    spans += [(start + s, start + e) for s, e in _block_spans(text[start:])]
+    for match in [*_BLOCK_RE.finditer(text), None]:
+        end = len(text) if match is None else match.start()
+        for s, e in _lines(text[start:end]):
+            line = text[start + s : start + e]
+            # A table row is one record: "1940 | The Lantern Keeper | dir. Anselm Rook" is not cut after "dir.".
+            cut = [(0, len(line))] if _is_row(line) else _line_spans(line)
+            spans += [(start + s + a + _lead(line[a:b]), start + s + b - _trail(line[a:b])) for a, b in cut]
+        if match is not None:
+            start = match.end()
     return spans
 
 
-def _block_spans(text: str) -> list[tuple[int, int]]:
+def _is_row(line: str) -> bool:
+    """A table row as extractors write one: its cells between "|" rules (two at least), on one line."""
+    return "\n" not in line.strip() and line.count("|") >= 2
+
+
+def _lead(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _trail(text: str) -> int:
+    return len(text) - len(text.rstrip())
+
+
+# A list item or a table row starts a line of its own: a bullet, "1." or "1)", a cell rule "|", or two of them.
+_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•·▪‣◦–—]\s|\d{1,3}[.)]\s|\|)|[^\n|]*\|[^\n|]*\|")
+_ENDED_RE = re.compile(r"[.!?;:,][\"'”’)\]]*\s*$")
+_WRAP_MIN = 40
+"""Lines as short as this are never taken for a hard-wrapped paragraph (a menu, a caption, a table row)."""
+
+
+def _lines(block: str) -> list[tuple[int, int]]:
+    """A block (no blank line) cut where a line ends on its own, as extracted web pages and plain-text notes
+    write headings, menus, captions, list items and table rows: before a list item or table row, and after a line
+    with no final punctuation when the next one opens with a capital, digit or quote and the line is not
+    hard-wrapped prose. A greedy wrapper breaks a line only where the next word would not fit, so a line is a wrap
+    only when it and the next line's first word exceed the block's longest line (long enough to be a wrap width at
+    all, and neared by another line: prose fills its lines). Any other line break is a space, as before."""
+    lines = block.split("\n")
+    if len(lines) == 1:
+        return [(0, len(block))]
+    lengths = [len(line.rstrip()) for line in lines]
+    width = max(lengths)
+    # Wrapped prose fills its lines: two of them at least come near the width (a lone long line above a list does not).
+    prose = width >= _WRAP_MIN and (len(lines) == 2 or sum(n >= 0.8 * width for n in lengths[:-1]) >= 2)
+    cuts: list[int] = []
+    offset = 0
+    for line, after in zip(lines, lines[1:], strict=False):
+        offset += len(line) + 1
+        head = after.strip()
+        if not head or not line.strip():
+            continue
+        if _ITEM_RE.match(after):
+            cuts.append(offset)
+            continue
+        ended = _ENDED_RE.search(line) is not None
+        opens = head[0].isupper() or head[0].isdigit() or head[0] in "\"'“‘([«"
+        wrapped = prose and len(line.rstrip()) + 1 + len(head.split()[0]) > width
+        if not ended and opens and not wrapped:
+            cuts.append(offset)
+    bounds = [0, *cuts, len(block)]
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _line_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BOUNDARY_RE.finditer(text):
         end = match.start() + 1
         before = text[start:end].rstrip(".!?")
         last_word = before.split()[-1].lower() if before.split() else ""
-        if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
+        if (
+            last_word in _ABBREVIATIONS
+            or (len(last_word) == 1 and last_word.isalpha())
+            or _ORDINAL_RE.fullmatch(text[start:end].strip())  # "1. First step": an item's number
+        ):
             continue
         spans.append((start, match.end()))
         start = match.end()

@@ -176,7 +176,9 @@ def _label(domain: str) -> str:
 
 
 def _cue_hits(score: ScreenScore) -> list[str]:
-    return [hit for name, hit in score.cues.items() if name in SHOWN]
+    """The text the shown cues matched, each once (two cues may match the same words: "tonight" is urgent and
+    imminent)."""
+    return list(dict.fromkeys(hit for name, hit in score.cues.items() if name in SHOWN))
 
 
 def _learned(route: Route, domain: str, score: ScreenScore, what: str, extra: str = "") -> RouteDecision:

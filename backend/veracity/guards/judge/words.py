@@ -94,9 +94,18 @@ def _value(number: Decimal) -> str:
     return format(number.normalize(), "f")
 
 
+# A range of years whose end is written short, "1861–63" or "2022-23": the end is the year 1863, not the count 63.
+_SHORT_YEAR_RANGE_RE = re.compile(r"(?<![\d.,])(1\d|20)(\d\d)(\s?[–—-]\s?)(\d\d)(?![\d.,]\d|%)")
+
+
+def _full_range(match: re.Match[str]) -> str:
+    century, start, dash, end = match.groups()
+    return match.group(0) if end <= start else f"{century}{start}{dash}{century}{end}"
+
+
 def tokenize(text: str) -> tuple[list[Token], list[str]]:
     """The tokens of ``text`` and their raw spellings, with numbers folded to their values (see the docstring)."""
-    raws = fact_tokens(text)
+    raws = fact_tokens(_SHORT_YEAR_RANGE_RE.sub(_full_range, text))
     tokens = [normalise(raw) for raw in raws]
     out: list[Token] = []
     out_raws: list[str] = []

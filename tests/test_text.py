@@ -1,0 +1,97 @@
+"""The shared sentence splitter (``veracity.text.sentence_spans``): where a line break ends a sentence."""
+
+from __future__ import annotations
+
+from veracity.guards.judge.claims import split_claims
+from veracity.text import sentence_spans
+
+
+def sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in sentence_spans(text)]
+
+
+PAGE = (
+    "Silver Reel Archive — Film History\n"
+    "Home > Biographies > Actresses\n"
+    "Marisol Vendrecht (1921–1994)\n"
+    "Marisol Vendrecht was born on 14 March 1921 in Oskelund, a small lake town where her father kept a shop.\n"
+    "[Photo: Vendrecht on set, 1945]\n"
+    "Her breakthrough came with Winter Orchard (1943), directed by Pieter Gaul.\n"
+    "Filmography (selected)\n"
+    "1940 | The Lantern Keeper | dir. Anselm Rook | Greta (uncredited)\n"
+    "1943 | Winter Orchard | dir. Pieter Gaul | Ilse Marran\n"
+)
+
+
+def test_an_extracted_page_s_menu_heading_caption_and_table_rows_are_lines_of_their_own() -> None:
+    assert sentences(PAGE) == [
+        "Silver Reel Archive — Film History",
+        "Home > Biographies > Actresses",
+        "Marisol Vendrecht (1921–1994)",
+        "Marisol Vendrecht was born on 14 March 1921 in Oskelund, a small lake town where her father kept a shop.",
+        "[Photo: Vendrecht on set, 1945]",
+        "Her breakthrough came with Winter Orchard (1943), directed by Pieter Gaul.",
+        "Filmography (selected)",
+        "1940 | The Lantern Keeper | dir. Anselm Rook | Greta (uncredited)",  # a row is one record
+        "1943 | Winter Orchard | dir. Pieter Gaul | Ilse Marran",
+    ]
+
+
+def test_hard_wrapped_prose_stays_one_sentence_even_where_a_line_opens_with_a_name() -> None:
+    text = (
+        "The contract was signed in the spring after a long negotiation with\n"
+        "Halvard Studios, which had offered a shorter term the year before and\n"
+        "wanted an option on two more films. The studio agreed in May.\n"
+    )
+    assert sentences(text) == [
+        "The contract was signed in the spring after a long negotiation with\n"
+        "Halvard Studios, which had offered a shorter term the year before and\n"
+        "wanted an option on two more films.",
+        "The studio agreed in May.",
+    ]
+
+
+def test_list_items_are_sentences_and_an_item_s_number_is_not_one() -> None:
+    text = "Bring these:\n- a passport\n- Two photos\n1. Fill in the form\n2) Pay the fee\nHe was no. 1. She came."
+    assert sentences(text) == [
+        "Bring these:",
+        "- a passport",
+        "- Two photos",
+        "1. Fill in the form",
+        "2) Pay the fee",
+        "He was no. 1.",
+        "She came.",
+    ]
+
+
+def test_a_line_ending_in_a_comma_or_lower_case_continuation_is_not_cut() -> None:
+    assert sentences("Revenue rose in 2021,\nProfit fell") == ["Revenue rose in 2021,\nProfit fell"]
+    assert sentences("Revenue rose\nin 2021") == ["Revenue rose\nin 2021"]
+
+
+def test_offsets_point_into_the_text_and_blank_lines_still_end_sentences() -> None:
+    text = "Title line\n\nFirst sentence here. Second one\nThird line"
+    spans = sentence_spans(text)
+    assert [text[s:e] for s, e in spans] == ["Title line", "First sentence here.", "Second one", "Third line"]
+    assert all(text[s:e] == text[s:e].strip() for s, e in spans)
+
+
+def test_a_verified_input_of_unpunctuated_lines_is_judged_line_by_line() -> None:
+    # /v1/verify and `veracity verify` split multi-sentence input into claims with the same splitter.
+    assert split_claims("Revenue rose 5% in 2021\nProfit fell to 2 million") == [
+        "Revenue rose 5% in 2021",
+        "Profit fell to 2 million",
+    ]
+
+
+def test_a_lone_long_line_above_a_list_is_not_taken_for_wrapped_prose() -> None:
+    text = (
+        "The term refers to the six classical simple machines defined by Renaissance scientists: Lever\n"
+        "Wheel and axle\nPulley\nInclined plane"
+    )
+    assert sentences(text) == [
+        "The term refers to the six classical simple machines defined by Renaissance scientists: Lever",
+        "Wheel and axle",
+        "Pulley",
+        "Inclined plane",
+    ]
