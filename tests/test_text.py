@@ -95,3 +95,19 @@ def test_a_lone_long_line_above_a_list_is_not_taken_for_wrapped_prose() -> None:
         "Pulley",
         "Inclined plane",
     ]
+
+
+def test_prose_wrapped_in_proportional_type_stays_whole_where_a_line_opens_with_a_capital() -> None:
+    # A PDF page's lines: wrapped, of uneven length (proportional type: the second line would have held "The" in
+    # fixed-width type), some opening with a capitalised word.
+    text = (
+        "The committee reviewed the annual budget in detail and approved the\n"
+        "Funding of three new programmes, subject to costs set by\n"
+        "The Treasury in the autumn. A second meeting is planned."
+    )
+    assert sentences(text) == [
+        "The committee reviewed the annual budget in detail and approved the\n"
+        "Funding of three new programmes, subject to costs set by\n"
+        "The Treasury in the autumn.",
+        "A second meeting is planned.",
+    ]

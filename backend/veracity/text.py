@@ -111,6 +111,9 @@ def _trail(text: str) -> int:
 _ITEM_RE = re.compile(r"[ \t]*(?:[-*+•·▪‣◦–—]\s|\d{1,3}[.)]\s|\|)|[^\n|]*\|[^\n|]*\|")
 _ENDED_RE = re.compile(r"[.!?;:,][\"'”’)\]]*\s*$")
 _WRAP_MIN = 40
+_SLACK = 0.85
+"""A wrapped line may fall this far short of the width: PDF text is set in proportional type, where a line's
+characters vary by a tenth or more."""
 """Lines as short as this are never taken for a hard-wrapped paragraph (a menu, a caption, a table row)."""
 
 
@@ -118,16 +121,19 @@ def _lines(block: str) -> list[tuple[int, int]]:
     """A block (no blank line) cut where a line ends on its own, as extracted web pages and plain-text notes
     write headings, menus, captions, list items and table rows: before a list item or table row, and after a line
     with no final punctuation when the next one opens with a capital, digit or quote and the line is not
-    hard-wrapped prose. A greedy wrapper breaks a line only where the next word would not fit, so a line is a wrap
-    only when it and the next line's first word exceed the block's longest line (long enough to be a wrap width at
-    all, and neared by another line: prose fills its lines). Any other line break is a space, as before."""
+    hard-wrapped prose. A wrapper breaks a line only where the next word would not fit, so a line is a wrap only
+    when it and the next line's first word come near the block's longest line (``_SLACK`` of it), in a block that
+    is wrapped prose at all: its longest line long enough to be a wrap width, and most lines near it. Any other
+    line break is a space, as before."""
     lines = block.split("\n")
     if len(lines) == 1:
         return [(0, len(block))]
     lengths = [len(line.rstrip()) for line in lines]
     width = max(lengths)
-    # Wrapped prose fills its lines: two of them at least come near the width (a lone long line above a list does not).
-    prose = width >= _WRAP_MIN and (len(lines) == 2 or sum(n >= 0.8 * width for n in lengths[:-1]) >= 2)
+    # Wrapped prose fills its lines: most of them come near the width (a lone long line above a list does not, nor
+    # do a page's one-paragraph lines, whose lengths are the paragraphs').
+    near = sum(n >= 0.75 * width for n in lengths[:-1])
+    prose = width >= _WRAP_MIN and (len(lines) == 2 or (near >= 2 and near >= 0.6 * (len(lines) - 1)))
     cuts: list[int] = []
     offset = 0
     for line, after in zip(lines, lines[1:], strict=False):
@@ -140,7 +146,7 @@ def _lines(block: str) -> list[tuple[int, int]]:
             continue
         ended = _ENDED_RE.search(line) is not None
         opens = head[0].isupper() or head[0].isdigit() or head[0] in "\"'“‘([«"
-        wrapped = prose and len(line.rstrip()) + 1 + len(head.split()[0]) > width
+        wrapped = prose and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
         if not ended and opens and not wrapped:
             cuts.append(offset)
     bounds = [0, *cuts, len(block)]
