@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from veracity.guards.judge.claims import split_claims
+from veracity.ports import SearchHit
+from veracity.search.evidence import read_passage
 from veracity.text import sentence_spans
 
 
@@ -110,4 +112,29 @@ def test_prose_wrapped_in_proportional_type_stays_whole_where_a_line_opens_with_
         "Funding of three new programmes, subject to costs set by\n"
         "The Treasury in the autumn.",
         "A second meeting is planned.",
+    ]
+
+
+NOTE = (
+    "Riverside Community Clinic\n"
+    "Home | Services | Opening hours | Contact\n"
+    "Opening hours\n"
+    "Monday to Friday: 8am to 6pm\n"
+    "Saturday: 9am to 1pm\n"
+    "The clinic is closed on Sundays and public holidays.\n"
+    "Fees\n"
+    "Service | Price | Notes\n"
+    "Standard consultation | 45 EUR | 20 minutes\n"
+    "Repeat prescription | free | registered patients only\n"
+)
+
+
+def test_a_note_s_evidence_is_its_sentences_and_the_records_that_state_a_figure_never_a_heading_or_menu() -> None:
+    # Before, the note's first "sentence" was everything up to the first full stop, menu and headings included.
+    hit = SearchHit(doc_id="clinic", title="clinic", text=NOTE, start=0, end=len(NOTE), score=1.0)
+    assert [c.text for c in read_passage(hit, "2025-01-01T00:00:00+00:00")[0]] == [
+        "Monday to Friday: 8am to 6pm",
+        "Saturday: 9am to 1pm",
+        "The clinic is closed on Sundays and public holidays.",
+        "Standard consultation | 45 EUR | 20 minutes",
     ]

@@ -17,6 +17,7 @@ from veracity.ports import SearchHit
 from veracity.text import sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
+_RECORD_MIN_CHARS, _RECORD_MIN_WORDS = 12, 3
 CONTEXT_CHARS = 280
 """Source text kept either side of a quote, so a reader sees the quote where it stood (cut at a word)."""
 _TERMINAL = re.compile(r"[.!][\"'”’)\]]*$")
@@ -24,17 +25,31 @@ _NAVISH = re.compile(r"^(see also|references|external links|click|read more|shar
 
 
 def is_fact_shaped(sentence: str) -> bool:
-    """A declarative sentence of reasonable length, not a heading, list stub or navigation text."""
-    if not (_MIN_CHARS <= len(sentence) <= _MAX_CHARS):
-        return False
-    if sentence.startswith("#") or len(words(sentence)) < _MIN_WORDS or sentence.endswith((":", "?")):
-        return False
-    if not _TERMINAL.search(sentence):  # a heading, caption or menu line, not a sentence
-        return False
-    if _NAVISH.match(sentence):
+    """A declarative sentence of reasonable length, or a record line that states a figure (``is_record``); not a
+    heading, list stub or navigation text."""
+    if _NAVISH.match(sentence) or sentence.startswith("#") or sentence.endswith((":", "?")):
         return False
     letters = sum(ch.isalpha() for ch in sentence)
-    return letters >= 0.6 * len(sentence.replace(" ", ""))
+    if letters < 0.6 * len(sentence.replace(" ", "")):
+        return False
+    if is_record(sentence):
+        return True
+    if not (_MIN_CHARS <= len(sentence) <= _MAX_CHARS) or len(words(sentence)) < _MIN_WORDS:
+        return False
+    return _TERMINAL.search(sentence) is not None  # else a heading, caption or menu line, not a sentence
+
+
+_LABELLED = re.compile(r"[^\W\d_][^:|\n]{0,40}:\s+\S")
+"""A "label: value" line ("Saturday: 9am to 1pm")."""
+
+
+def is_record(line: str) -> bool:
+    """A line that states a figure without a sentence's ending, as notes and pages write them: a table row (two
+    cell rules at least) or a "label: value" line, one line holding a number and three words. A menu or a
+    header row holds no number; a row is quoted as it stands (the quote's context shows its table)."""
+    if "\n" in line or not (_RECORD_MIN_CHARS <= len(line) <= _MAX_CHARS) or len(words(line)) < _RECORD_MIN_WORDS:
+        return False
+    return (line.count("|") >= 2 or _LABELLED.match(line) is not None) and any(ch.isdigit() for ch in line)
 
 
 def context_around(text: str, start: int, end: int, size: int = CONTEXT_CHARS) -> tuple[str, str]:
