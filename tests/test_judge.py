@@ -105,6 +105,7 @@ def test_a_range_of_years_written_short_ends_in_a_year() -> None:
     assert numbers("the 2022-23 season") == ["2022", "2023"]
     assert numbers("scores of 1990-85") == ["1990", "85"]  # not a range: the end would come first
     assert numbers("1999–00") == ["1999", "0"]  # across a century: left as written
+    assert numbers("published 2004-05-12") == ["2004", "5", "12"]  # a date: May, not 2005
 
 
 @pytest.mark.parametrize("mode", [judge, lexical_only], ids=["semantic", "lexical"])

@@ -138,3 +138,39 @@ def test_a_note_s_evidence_is_its_sentences_and_the_records_that_state_a_figure_
         "The clinic is closed on Sundays and public holidays.",
         "Standard consultation | 45 EUR | 20 minutes",
     ]
+
+
+def test_a_paragraph_holding_two_pipes_is_no_table_row() -> None:
+    text = "Shell pipelines such as cat a.txt | grep foo | wc -l count lines. The command was added in 1971. It lasts."
+    assert sentences(text) == [
+        "Shell pipelines such as cat a.txt | grep foo | wc -l count lines.",
+        "The command was added in 1971.",
+        "It lasts.",
+    ]
+
+
+def test_a_line_ending_on_the_or_of_runs_on_and_a_final_newline_changes_nothing() -> None:
+    assert sentences("The clinic opened in\n2019 and serves 4,000 patients.") == [
+        "The clinic opened in\n2019 and serves 4,000 patients."
+    ]
+    text = "The committee reviewed the annual budget and approved the\nFunding of three new programmes."
+    assert sentences(text) == sentences(text + "\n") == [text]
+
+
+def test_a_heading_ending_in_a_colon_heads_its_records_without_swallowing_the_first() -> None:
+    text = "Opening hours:\nMonday to Friday: 8am to 6pm\nSaturday: 9am to 1pm\n"
+    assert sentences(text) == ["Opening hours:", "Monday to Friday: 8am to 6pm", "Saturday: 9am to 1pm"]
+
+
+def test_a_page_s_furniture_is_no_record_but_a_figure_in_a_row_or_label_line_is() -> None:
+    from veracity.search.evidence import is_fact_shaped
+
+    furniture = [
+        "Posted: 3 May 2021",
+        "Figure 2: Revenue by region",
+        "© 2024 Clinic | Privacy | Terms",
+        "Service | Price | Notes",
+    ]
+    assert not any(is_fact_shaped(line) for line in furniture)
+    records = ["Population: 1,234,567 (2020 census)", "1943 | Winter Orchard | dir. Pieter Gaul | Ilse Marran"]
+    assert all(is_fact_shaped(line) for line in records)

@@ -74,7 +74,7 @@ _BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 
 
 _ORDINAL_RE = re.compile(r"[(\[]?(?:\d{1,3}|[ivx]{1,4}|[IVX]{1,4})[.)]")
-_BLOCK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*#)")
+_BLOCK_RE = re.compile(r"\n[ \t\r]*\n|\n(?=[ \t]*#)")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -94,9 +94,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_ROW_CELL_MAX = 40
+"""A table row's cells are short; a paragraph holding two "|" ("cat a.txt | grep foo | wc -l …") is none."""
+
+
 def _is_row(line: str) -> bool:
-    """A table row as extractors write one: its cells between "|" rules (two at least), on one line."""
-    return "\n" not in line.strip() and line.count("|") >= 2
+    """A table row as extractors write one: short cells between "|" rules (two at least), on one line."""
+    row = line.strip()
+    return "\n" not in row and row.count("|") >= 2 and all(len(c.strip()) <= _ROW_CELL_MAX for c in row.split("|"))
 
 
 def _lead(text: str) -> int:
@@ -107,33 +112,38 @@ def _trail(text: str) -> int:
     return len(text) - len(text.rstrip())
 
 
-# A list item or a table row starts a line of its own: a bullet, "1." or "1)", a cell rule "|", or two of them.
-_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•·▪‣◦–—]\s|\d{1,3}[.)]\s|\|)|[^\n|]*\|[^\n|]*\|")
-_ENDED_RE = re.compile(r"[.!?;:,][\"'”’)\]]*\s*$")
+# A list item starts a line of its own: a bullet, "1." or "1)", or a cell rule "|" (and so does a table row).
+_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•·▪‣◦]\s|\d{1,3}[.)]\s|\|)")
+# A line ending so runs on by the sentence rule; one ending in ":" heads what follows ("Opening hours:").
+_ENDED_RE = re.compile(r"[.!?;,][\"'”’)\]]*\s*$")
+# No sentence ends on an article, preposition or conjunction ("… a grant from the" / "Harbour Authority …").
+_CARRIES_ON = frozenset("a an the of to from with and or nor but than that its their his her our your my whose".split())
+# A menu's "Sign in" or "Log in" ends its line; "opened in" / "2019 and …" does not: these run on before a number.
+_BEFORE_A_NUMBER = frozenset("in on at by for since until before after around about".split())
 _WRAP_MIN = 40
+"""Lines as short as this are never taken for a hard-wrapped paragraph (a menu, a caption, a table row)."""
 _SLACK = 0.85
 """A wrapped line may fall this far short of the width: PDF text is set in proportional type, where a line's
 characters vary by a tenth or more."""
-"""Lines as short as this are never taken for a hard-wrapped paragraph (a menu, a caption, a table row)."""
 
 
 def _lines(block: str) -> list[tuple[int, int]]:
     """A block (no blank line) cut where a line ends on its own, as extracted web pages and plain-text notes
     write headings, menus, captions, list items and table rows: before a list item or table row, and after a line
-    with no final punctuation when the next one opens with a capital, digit or quote and the line is not
-    hard-wrapped prose. A wrapper breaks a line only where the next word would not fit, so a line is a wrap only
-    when it and the next line's first word come near the block's longest line (``_SLACK`` of it), in a block that
-    is wrapped prose at all: its longest line long enough to be a wrap width, and most lines near it. Any other
-    line break is a space, as before."""
+    with no final punctuation when the next one opens with a capital, digit or quote — unless the line is a wrap of
+    prose or ends on a word no sentence ends on ("the", "of", a hyphen). A wrapper breaks a line only where the next
+    word would not fit, so a line is a wrap only when it and the next line's first word come near the block's width
+    (``_SLACK`` of it), in a block that is wrapped prose at all: its width long enough to be a wrap width, and most
+    of its lines that do not end a sentence near it. Any other line break is a space, as before."""
     lines = block.split("\n")
-    if len(lines) == 1:
+    body = [line.rstrip() for line in lines if line.strip()]
+    if len(body) < 2:
         return [(0, len(block))]
-    lengths = [len(line.rstrip()) for line in lines]
-    width = max(lengths)
-    # Wrapped prose fills its lines: most of them come near the width (a lone long line above a list does not, nor
-    # do a page's one-paragraph lines, whose lengths are the paragraphs').
-    near = sum(n >= 0.75 * width for n in lengths[:-1])
-    prose = width >= _WRAP_MIN and (len(lines) == 2 or (near >= 2 and near >= 0.6 * (len(lines) - 1)))
+    lengths = sorted(len(line) for line in body)
+    width = lengths[int(0.9 * (len(lengths) - 1))] if len(lengths) >= 10 else lengths[-1]  # a footer or URL aside
+    running = [len(line) for line in body[:-1] if not _ENDED_RE.search(line)]  # a paragraph's last line is short
+    near = sum(n >= 0.75 * width for n in running)
+    prose = width >= _WRAP_MIN and (len(body) == 2 or (near >= 2 and near >= 0.6 * len(running)))
     cuts: list[int] = []
     offset = 0
     for line, after in zip(lines, lines[1:], strict=False):
@@ -141,13 +151,17 @@ def _lines(block: str) -> list[tuple[int, int]]:
         head = after.strip()
         if not head or not line.strip():
             continue
-        if _ITEM_RE.match(after):
-            cuts.append(offset)
-            continue
         ended = _ENDED_RE.search(line) is not None
+        wrapped = not ended and prose and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
+        if _ITEM_RE.match(after) or _is_row(after):
+            if not wrapped:  # "… in position\n5. The manager …" is a wrap, not an item
+                cuts.append(offset)
+            continue
+        last = line.rstrip().rsplit(None, 1)[-1]
         opens = head[0].isupper() or head[0].isdigit() or head[0] in "\"'“‘([«"
-        wrapped = prose and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
-        if not ended and opens and not wrapped:
+        # As written: "Korvand Shipping AS" is a name.
+        carries_on = last in _CARRIES_ON or last.endswith("-") or (last in _BEFORE_A_NUMBER and head[0].isdigit())
+        if not ended and opens and not wrapped and not carries_on:
             cuts.append(offset)
     bounds = [0, *cuts, len(block)]
     return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]

@@ -29,27 +29,43 @@ def is_fact_shaped(sentence: str) -> bool:
     heading, list stub or navigation text."""
     if _NAVISH.match(sentence) or sentence.startswith("#") or sentence.endswith((":", "?")):
         return False
+    if is_record(sentence):
+        return True
     letters = sum(ch.isalpha() for ch in sentence)
     if letters < 0.6 * len(sentence.replace(" ", "")):
         return False
-    if is_record(sentence):
-        return True
     if not (_MIN_CHARS <= len(sentence) <= _MAX_CHARS) or len(words(sentence)) < _MIN_WORDS:
         return False
     return _TERMINAL.search(sentence) is not None  # else a heading, caption or menu line, not a sentence
 
 
-_LABELLED = re.compile(r"[^\W\d_][^:|\n]{0,40}:\s+\S")
+_LABELLED = re.compile(r"([^\W\d_][^:|\n]{0,40}):\s+(\S.*)")
 """A "label: value" line ("Saturday: 9am to 1pm")."""
+_PAGE_LABELS = frozenset(
+    "posted updated published date copyright photo image picture figure fig table source tags tag share comments "
+    "page chapter episode step subject read cookies".split()
+)
+"""Labels of a page's furniture, not of a fact ("Posted: 3 May 2021", "Figure 2: Revenue by region")."""
 
 
 def is_record(line: str) -> bool:
-    """A line that states a figure without a sentence's ending, as notes and pages write them: a table row (two
-    cell rules at least) or a "label: value" line, one line holding a number and three words. A menu or a
-    header row holds no number; a row is quoted as it stands (the quote's context shows its table)."""
+    """A line that states a figure without a sentence's ending, as notes and pages write them: a table row (short
+    cells between two "|" rules at least) or a "label: value" line, with a number (in the value, not the label)
+    and three words; not a page's furniture (a byline's date, a figure's caption, a copyright line). A menu or a
+    header row holds no number. A row is quoted as
+    it stands (the quote's context shows its table)."""
     if "\n" in line or not (_RECORD_MIN_CHARS <= len(line) <= _MAX_CHARS) or len(words(line)) < _RECORD_MIN_WORDS:
         return False
-    return (line.count("|") >= 2 or _LABELLED.match(line) is not None) and any(ch.isdigit() for ch in line)
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) >= 3:  # a row: a year in its first cell is a figure too ("1943 | Winter Orchard | …")
+        label, values = cells[0], cells
+    elif (labelled := _LABELLED.match(line.strip())) is not None:
+        label, values = labelled.group(1), [labelled.group(2)]
+    else:
+        return False
+    if "©" in line or any(word in _PAGE_LABELS for word in words(label)):
+        return False
+    return any(ch.isdigit() for value in values for ch in value)
 
 
 def context_around(text: str, start: int, end: int, size: int = CONTEXT_CHARS) -> tuple[str, str]:

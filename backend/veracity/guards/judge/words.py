@@ -95,7 +95,8 @@ def _value(number: Decimal) -> str:
 
 
 # A range of years whose end is written short, "1861–63" or "2022-23": the end is the year 1863, not the count 63.
-_SHORT_YEAR_RANGE_RE = re.compile(r"(?<![\d.,])(1\d|20)(\d\d)(\s?[–—-]\s?)(\d\d)(?![\d.,]\d|%)")
+# Not a date ("2004-05-12": May, not 2005), a phone number or a score run ("1861-63-70").
+_SHORT_YEAR_RANGE_RE = re.compile(r"(?<![\d.,–—-])(1\d|20)(\d\d)(\s?[–—-]\s?)(\d\d)(?![\d.,]\d|%|\s?[–—-]\s?\d|T\d|\d)")
 
 
 def _full_range(match: re.Match[str]) -> str:
