@@ -136,8 +136,23 @@ def test_status_reaches_thin_evidence_below_min_evidence():
     assert statuses == {"key_findings": "thin_evidence", "data_notes": "not_found"}
 
 
+def _nuclear_brief(
+    model, evidence: list[Evidence], section_evidence: dict[str, list[str]], violations: list[Violation] | None = None
+) -> ComposeRequest:
+    """A market brief on nuclear power to compose (a second attempt when the last verify said something)."""
+    return ComposeRequest(
+        spec=SpecRegistry.load().get("market_brief"),
+        question="What is the outlook for nuclear power?",
+        section_evidence=section_evidence,
+        evidence=evidence,
+        attempt=2 if violations else 1,
+        per_section=5,
+        semantic=model,
+        violations=violations or [],
+    )
+
+
 def test_summary_is_drawn_from_several_sections_not_a_copy_of_one(model):
-    spec = SpecRegistry.load().get("market_brief")
     evidence = [
         _ev("k1", "Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power", 0.9),
         _ev("k2", "Most nuclear electricity comes from fission of uranium in power plants.", "Nuclear power", 0.8),
@@ -149,20 +164,12 @@ def test_summary_is_drawn_from_several_sections_not_a_copy_of_one(model):
         ),
         _ev("d3", "France generates about 70 percent of its electricity from nuclear power.", "Nuclear power", 0.55),
     ]
-    request = ComposeRequest(
-        spec=spec,
-        question="What is the outlook for nuclear power?",
-        section_evidence={
-            "key_findings": ["k1", "k2"],
-            "market_landscape": ["m1", "m2"],
-            "data_notes": ["d1", "d2", "d3"],
-        },
-        evidence=evidence,
-        attempt=1,
-        per_section=5,
-        semantic=model,
-    )
-    picked = pick_claims(request)
+    section_evidence = {
+        "key_findings": ["k1", "k2"],
+        "market_landscape": ["m1", "m2"],
+        "data_notes": ["d1", "d2", "d3"],
+    }
+    picked = pick_claims(_nuclear_brief(model, evidence, section_evidence))
     summary = [c.text for c in picked["executive_summary"]]
     # Drawn from the two sections that can spare a claim (Key findings asks for two and has two), moved rather
     # than copied: each section keeps its min_evidence.
@@ -177,7 +184,6 @@ def test_summary_is_drawn_from_several_sections_not_a_copy_of_one(model):
 
 
 def test_a_summary_moves_claims_from_sections_that_can_spare_one_and_copies_only_a_lone_finding(model):
-    spec = SpecRegistry.load().get("market_brief")
     evidence = [
         # The report's most relevant sentence is Key findings' only one: the summary does not copy it.
         _ev("k1", "Nuclear power is the use of nuclear reactions to produce electricity.", "Nuclear power", 0.95),
@@ -188,17 +194,7 @@ def test_a_summary_moves_claims_from_sections_that_can_spare_one_and_copies_only
     def summary_of(
         section_evidence: dict[str, list[str]], violations: list[Violation] | None = None
     ) -> tuple[list[str], dict[str, list[str]]]:
-        request = ComposeRequest(
-            spec=spec,
-            question="What is the outlook for nuclear power?",
-            section_evidence=section_evidence,
-            evidence=evidence,
-            attempt=2 if violations else 1,
-            per_section=5,
-            semantic=model,
-            violations=violations or [],
-        )
-        picked = pick_claims(request)
+        picked = pick_claims(_nuclear_brief(model, evidence, section_evidence, violations or []))
         others = {sid: [c.text for c in claims] for sid, claims in picked.items() if sid != "executive_summary"}
         return [c.text for c in picked["executive_summary"]], others
 

@@ -85,10 +85,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     for match in [*_BLOCK_RE.finditer(text), None]:
         end = len(text) if match is None else match.start()
         for s, e in _lines(text[start:end]):
-            line = text[start + s : start + e]
-            # A table row is one record: "1940 | The Lantern Keeper | dir. Anselm Rook" is not cut after "dir.".
-            cut = [(0, len(line))] if _is_row(line) else _line_spans(line)
-            spans += [(start + s + a + _lead(line[a:b]), start + s + b - _trail(line[a:b])) for a, b in cut]
+            spans += [(start + s + a, start + s + b) for a, b in _line_spans(text[start + s : start + e])]
         if match is not None:
             start = match.end()
     return spans
@@ -102,14 +99,6 @@ def _is_row(line: str) -> bool:
     """A table row as extractors write one: short cells between "|" rules (two at least), on one line."""
     row = line.strip()
     return "\n" not in row and row.count("|") >= 2 and all(len(c.strip()) <= _ROW_CELL_MAX for c in row.split("|"))
-
-
-def _lead(text: str) -> int:
-    return len(text) - len(text.lstrip())
-
-
-def _trail(text: str) -> int:
-    return len(text) - len(text.rstrip())
 
 
 # A list item starts a line of its own: a bullet, "1." or "1)", or a cell rule "|" (and so does a table row).
@@ -168,9 +157,11 @@ def _lines(block: str) -> list[tuple[int, int]]:
 
 
 def _line_spans(text: str) -> list[tuple[int, int]]:
+    """The sentences of one line (or of lines that run on), trimmed. A table row is one record: "1940 | The
+    Lantern Keeper | dir. Anselm Rook" is not cut after "dir."."""
     spans: list[tuple[int, int]] = []
     start = 0
-    for match in _BOUNDARY_RE.finditer(text):
+    for match in [] if _is_row(text) else _BOUNDARY_RE.finditer(text):
         end = match.start() + 1
         before = text[start:end].rstrip(".!?")
         last_word = before.split()[-1].lower() if before.split() else ""

@@ -52,8 +52,7 @@ def is_record(line: str) -> bool:
     """A line that states a figure without a sentence's ending, as notes and pages write them: a table row (short
     cells between two "|" rules at least) or a "label: value" line, with a number (in the value, not the label)
     and three words; not a page's furniture (a byline's date, a figure's caption, a copyright line). A menu or a
-    header row holds no number. A row is quoted as
-    it stands (the quote's context shows its table)."""
+    header row holds no number. A row is quoted as it stands (the quote's context shows its table)."""
     if "\n" in line or not (_RECORD_MIN_CHARS <= len(line) <= _MAX_CHARS) or len(words(line)) < _RECORD_MIN_WORDS:
         return False
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
