@@ -174,3 +174,22 @@ def test_a_page_s_furniture_is_no_record_but_a_figure_in_a_row_or_label_line_is(
     assert not any(is_fact_shaped(line) for line in furniture)
     records = ["Population: 1,234,567 (2020 census)", "1943 | Winter Orchard | dir. Pieter Gaul | Ilse Marran"]
     assert all(is_fact_shaped(line) for line in records)
+
+
+def test_abbreviations_initials_and_item_numbers_do_not_end_a_sentence_however_many_run_on() -> None:
+    assert sentences("Dr. A. Smith met Mr. Jones in the U.S. at St. Mary's. Then they left.") == [
+        "Dr. A. Smith met Mr. Jones in the U.S. at St. Mary's.",
+        "Then they left.",
+    ]
+    assert sentences("  1. First step. Then (iv). More text here.") == [
+        "1. First step.",
+        "Then (iv).",
+        "More text here.",
+    ]
+    # A sentence that runs on past 20,000 abbreviations is read once (the word before each dot is read backwards
+    # from the dot, not out of everything since the sentence began), and stays one sentence.
+    long_run = "  " + "Dr. " * 20_000 + "Who. Next one."
+    assert [long_run[s:e][-8:] for s, e in sentence_spans(long_run)] == ["Dr. Who.", "ext one."]
+    assert sentence_spans(long_run)[0][0] == 2
+    # "word ." reads "word": an abbreviation set off by a space is still one.
+    assert sentences("Costs rose etc . Then fell.") == ["Costs rose etc . Then fell."]
