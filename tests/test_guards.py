@@ -910,3 +910,19 @@ def test_parse_lines_skips_blank_lines() -> None:
     assert [(i.id, i.text) for i in screen] == [("m1", "hello")]
     with pytest.raises(BadInput, match=r"^<stdin>:1: text: Field required"):
         parse_lines(['{"id": "m1"}'], ScreenItem, "<stdin>")
+
+
+def test_parse_sections_drops_lettered_and_roman_item_markers_but_keeps_an_initial() -> None:
+    raw = (
+        "## Statutory provisions\n"
+        "i. Section 90A(1) makes a document admissible. [evidence:ev1]\n"
+        "(ii) Section 90A(4) presumes it worked. [evidence:ev2]\n"
+        "b) Under s. 90A a certificate suffices. [evidence:ev3]\n"
+        "A. Rahman J held that section 90A applies. [evidence:ev4]\n"
+    )
+    assert claims_by_section(parse_sections(raw, LEGAL))["provisions"] == [
+        ("Section 90A(1) makes a document admissible.", ["ev1"]),
+        ("Section 90A(4) presumes it worked.", ["ev2"]),
+        ("Under s. 90A a certificate suffices.", ["ev3"]),
+        ("A. Rahman J held that section 90A applies.", ["ev4"]),
+    ]
