@@ -193,3 +193,38 @@ def test_abbreviations_initials_and_item_numbers_do_not_end_a_sentence_however_m
     assert sentence_spans(long_run)[0][0] == 2
     # "word ." reads "word": an abbreviation set off by a space is still one.
     assert sentences("Costs rose etc . Then fell.") == ["Costs rose etc . Then fell."]
+
+
+def test_rows_records_and_items_of_even_length_are_lines_of_their_own_not_wrapped_prose() -> None:
+    # Lines of much the same length read like a hard-wrapped paragraph; a run of table rows, "Label: value"
+    # records or list items is none, and a heading's byline is no part of the heading.
+    timetable = (
+        "Stop | Trip 1 | Trip 2 | Trip 3\n"
+        "Millbrook Green | 09:15 | 12:15 | 15:30\n"
+        "Hollins Cross | 09:22 | 12:22 | 15:37\n"
+        "Castleford Hospital | 09:40 | 12:40 | 15:55\n"
+    )
+    assert sentences(timetable) == [line for line in timetable.splitlines()]
+    spec = (
+        "Model numbers: KT17-SLV (silver), KT17-BLK (black)\n"
+        "Capacity: 1.7 litres (minimum fill 0.25 litres)\n"
+        "Weekday evening (Mon–Fri, 5pm–11pm): £24 per hour\n"
+        "Cord length: 0.75 m\n"
+    )
+    assert sentences(spec) == spec.splitlines()
+    minutes = (
+        "Minutes of the committee meeting held on Tuesday 14 October 2026, 7:30pm, at the Orchard Row room\n"
+        "Present: Helen Marsh (chair), Tobias Reeve (treasurer), Priya Anand (secretary), Gareth Lloyd\n"
+        "- Tobias: send subscription reminders by 31 October\n"
+        "- Helen: letter to highways team about double yellow lines\n"
+        "- Noor: mulled juice stall for the winter lights event\n"
+    )
+    assert sentences(minutes) == minutes.splitlines()
+    assert sentences("# Abrams tanks get a new round of shields\nBy: Kyle Rempfer July 5, 2018") == [
+        "# Abrams tanks get a new round of shields",
+        "By: Kyle Rempfer July 5, 2018",
+    ]
+    # A record runs on where its line ends on a word no line ends on; wrapped prose stays whole.
+    assert sentences("Venue: the hall at the back of the\nOld Library, Quay Street") == [
+        "Venue: the hall at the back of the\nOld Library, Quay Street"
+    ]

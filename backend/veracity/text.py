@@ -109,6 +109,19 @@ _ENDED_RE = re.compile(r"[.!?;,][\"'”’)\]]*\s*$")
 _CARRIES_ON = frozenset("a an the of to from with and or nor but than that its their his her our your my whose".split())
 # A menu's "Sign in" or "Log in" ends its line; "opened in" / "2019 and …" does not: these run on before a number.
 _BEFORE_A_NUMBER = frozenset("in on at by for since until before after around about".split())
+# A record: a short label that opens with a capital, a colon, its value ("Capacity: 1.7 litres", "Weekday evening
+# (Mon–Fri, 5pm–11pm): £24 per hour"); not a clock time ("10:40") nor a lower-case run-on ("the chair said: …").
+_LABEL_LINE_RE = re.compile(r"[ \t]*[^\W\d_a-z][^:|\n]{0,40}:[ \t]+\S")
+
+
+_HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]")
+
+
+def _stands_alone(line: str) -> bool:
+    """A list item, a table row or a "Label: value" record: a line of its own, never a line of wrapped prose."""
+    return bool(_ITEM_RE.match(line) or _is_row(line) or _LABEL_LINE_RE.match(line))
+
+
 _WRAP_MIN = 40
 """Lines as short as this are never taken for a hard-wrapped paragraph (a menu, a caption, a table row)."""
 _SLACK = 0.85
@@ -125,14 +138,17 @@ def _lines(block: str) -> list[tuple[int, int]]:
     (``_SLACK`` of it), in a block that is wrapped prose at all: its width long enough to be a wrap width, and most
     of its lines that do not end a sentence near it. Any other line break is a space, as before."""
     lines = block.split("\n")
-    body = [line.rstrip() for line in lines if line.strip()]
-    if len(body) < 2:
+    filled = sum(1 for line in lines if line.strip())
+    if filled < 2:
         return [(0, len(block))]
-    lengths = sorted(len(line) for line in body)
+    # Whether the block is wrapped prose is read off its lines of prose: a run of records, rows or list items has
+    # lines of much the same length too, and is no paragraph.
+    body = [line.rstrip() for line in lines if line.strip() and not _stands_alone(line)]
+    lengths = sorted(len(line) for line in body) or [0]
     width = lengths[int(0.9 * (len(lengths) - 1))] if len(lengths) >= 10 else lengths[-1]  # a footer or URL aside
     running = [len(line) for line in body[:-1] if not _ENDED_RE.search(line)]  # a paragraph's last line is short
     near = sum(n >= 0.75 * width for n in running)
-    prose = width >= _WRAP_MIN and (len(body) == 2 or (near >= 2 and near >= 0.6 * len(running)))
+    prose = width >= _WRAP_MIN and (filled == len(body) == 2 or (near >= 2 and near >= 0.6 * len(running)))
     cuts: list[int] = []
     offset = 0
     for line, after in zip(lines, lines[1:], strict=False):
@@ -141,15 +157,28 @@ def _lines(block: str) -> list[tuple[int, int]]:
         if not head or not line.strip():
             continue
         ended = _ENDED_RE.search(line) is not None
-        wrapped = not ended and prose and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
-        if _ITEM_RE.match(after) or _is_row(after):
+        wrapped = (
+            not ended
+            and prose
+            and not _stands_alone(line)  # an item or record runs on only on a word that carries on ("the", "of")
+            and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
+        )
+        last = line.rstrip().rsplit(None, 1)[-1]
+        # As written: "Korvand Shipping AS" is a name.
+        carries_on = last in _CARRIES_ON or last.endswith("-") or (last in _BEFORE_A_NUMBER and head[0].isdigit())
+        if (
+            _is_row(line)
+            or _is_row(after)
+            or _HEADING_RE.match(line)
+            or (_LABEL_LINE_RE.match(after) and not carries_on)
+        ):
+            cuts.append(offset)  # a table row, a heading or a "Label: value" record is a line of its own
+            continue
+        if _ITEM_RE.match(after):
             if not wrapped:  # "… in position\n5. The manager …" is a wrap, not an item
                 cuts.append(offset)
             continue
-        last = line.rstrip().rsplit(None, 1)[-1]
         opens = head[0].isupper() or head[0].isdigit() or head[0] in "\"'“‘([«"
-        # As written: "Korvand Shipping AS" is a name.
-        carries_on = last in _CARRIES_ON or last.endswith("-") or (last in _BEFORE_A_NUMBER and head[0].isdigit())
         if not ended and opens and not wrapped and not carries_on:
             cuts.append(offset)
     bounds = [0, *cuts, len(block)]
