@@ -100,6 +100,11 @@ fit-judge: install ## Refit the offline grounding judge on training/judge (CV an
 eval-relevance: install ## HotpotQA end to end: claim precision, answer recall, decline with the gold hidden (EVAL_DATA=path)
 	$(BIN)/python -m veracity.evals.relevance $(EVAL_DATA)
 
+.PHONY: eval-notes
+eval-notes: install ## The same end to end on the written notes, pages and tables (training/relevance/notes), template answer
+	$(BIN)/python -m veracity.evals.relevance --notes training/relevance/notes --templates answer --n 300 \
+		--db sqlite+aiosqlite:///./data/eval-notes.db --out data/eval-notes.json
+
 test-fast: $(TEST_STAMP) ## Run the tests without the browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not browser"
 

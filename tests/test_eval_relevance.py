@@ -241,3 +241,47 @@ def test_missing_data_exits_2_naming_the_files(tmp_path: Path, capsys: pytest.Ca
     err = capsys.readouterr().err
     assert err.startswith("eval-relevance: data not found: ")
     assert str(tmp_path / "nowhere" / "qa_hotpotqa" / "questions.jsonl") in err
+
+
+def test_written_notes_become_a_set_and_their_answer_lines_the_fit_s_positives(tmp_path: Path) -> None:
+    from veracity.evals.relevance import load_set, notes_set
+    from veracity.evals.relevance_fit import notes_rows
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "01_pool.txt").write_text(
+        "Riverside pool\nSaturday: 8am to 6pm\nSunday: 8am to 4pm\nLockers take a one pound coin, which is returned.\n"
+    )
+    (notes / "02_club.md").write_text("# Chess club\nThe chess club meets on Thursdays at the library hall.\n")
+    asked = [
+        {
+            "id": "n1",
+            "doc": "01_pool.txt",
+            "question": "When does the pool open on Sunday?",
+            "answers": ["Sunday: 8am to 4pm"],
+        },
+        {"id": "n2", "doc": "02_club.md", "question": "Where does the chess club meet?", "answers": []},
+    ]
+    questions = tmp_path / "notes_questions.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in asked))
+    qa = load_set(notes_set(notes, questions, tmp_path / "set"), questions=None, corpus=None, qrels=None, name="notes")
+    # Only an answerable question is measured end to end; its document is the gold, its answer lines the answers.
+    assert [(q.id, q.answers, q.gold) for q in qa.questions] == [
+        ("n1", ("Sunday: 8am to 4pm",), frozenset({"01_pool.txt"}))
+    ]
+    corpus = [json.loads(line) for line in qa.corpus_file.read_text().splitlines()]
+    assert [(d["_id"], d["title"]) for d in corpus] == [("01_pool.txt", "01 pool"), ("02_club.md", "Chess club")]
+    rows = {
+        group: dict(zip([c.text for c in cands], labels, strict=True))
+        for group, _, cands, labels in notes_rows(notes, questions, None)
+    }
+    # The answer line is the one positive; a question nothing answers is read as HotpotQA's gold-less reading.
+    assert rows["notes:01_pool.txt|n1"]["Sunday: 8am to 4pm"] == 1
+    assert sum(rows["notes:01_pool.txt|n1"].values()) == 1
+    assert set(rows) == {"notes:01_pool.txt|n1", "notes:02_club.md|n2:hidden"}
+    assert not any(rows["notes:02_club.md|n2:hidden"].values())
+    from veracity.evals.relevance_fit import fold, source_of
+
+    # A document's questions share its fold (no fold is measured on a document it was fitted on).
+    assert fold("notes:01_pool.txt|n1") == fold("notes:01_pool.txt|n7:hidden") == fold("notes:01_pool.txt")
+    assert [source_of(g) for g in sorted(rows)] == ["notes", "notes, nothing answers"]

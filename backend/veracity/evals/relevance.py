@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veracity.corpus.readers import read_file
 from veracity.db import runs_repo
 from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.db.migrate import upgrade
@@ -122,6 +123,28 @@ def load_set(
         raise FileNotFoundError(", ".join(missing))
     name = name or re.sub(r"[^A-Za-z0-9_-]", "_", corpus.resolve().parent.name.removeprefix("qa_"))[:64] or "qa"
     return QASet(name, corpus, read_questions(questions, read_qrels(qrels) if qrels else None))
+
+
+NOTES_SET = Path("data/eval-notes")
+
+
+def notes_set(folder: Path, questions: Path, out: Path = NOTES_SET) -> Path:
+    """The project's written notes (``training/relevance/notes``) and their hand-labelled questions as a set of
+    this shape in ``out``: one document per file, titled as an upload titles it (``read_file``), the answerable
+    questions with their answer lines as ``answers`` and their document as the gold (hidden for the decline). Only
+    ``make fit-relevance --notes`` ever fits on them; the shipped model was not (see README)."""
+    out.mkdir(parents=True, exist_ok=True)
+    docs = [doc for path in sorted(p for p in folder.iterdir() if p.is_file()) for doc in read_file(path, path.name)]
+    lines = [json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}, ensure_ascii=False) for d in docs]
+    (out / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    asked = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        {"id": q["id"], "question": q["question"], "answers": q["answers"], "supporting_doc_ids": [q["doc"]]}
+        for q in asked
+        if q["answers"]
+    ]
+    (out / "questions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return out
 
 
 def select(questions: list[Question], split: str, n: int) -> list[Question]:
@@ -314,6 +337,12 @@ async def evaluate(qa: QASet, questions: list[Question], *, templates: list[str]
 
 
 async def run(args: argparse.Namespace) -> int:
+    if args.notes is not None:
+        if not (args.notes / "questions.jsonl").is_file() and not args.notes.is_dir():
+            print(f"eval-relevance: data not found: {args.notes}", file=sys.stderr)
+            return 2
+        args.data, args.split = notes_set(args.notes, args.notes.parent / "notes_questions.jsonl"), "all"
+        args.corpus_name = args.corpus_name or "notes"
     try:
         qa = load_set(
             args.data, questions=args.questions_file, corpus=args.corpus_file, qrels=args.qrels, name=args.corpus_name
@@ -360,6 +389,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--split", choices=SPLITS, default="report", help="which questions (default: report)")
     parser.add_argument("--db", default=DEFAULT_DB, help="database URL (default: ./data/eval-relevance.db)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON summary (default: ./data/...json)")
+    parser.add_argument(
+        "--notes", type=Path, help="training/relevance/notes: the written notes and their questions (split: all)"
+    )
     return parser.parse_args(argv)
 
 

@@ -29,12 +29,14 @@ import json
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from veracity.corpus.readers import read_file
 from veracity.db.corpus_repo import ChunkHit, chunk_spans
 from veracity.search.evidence import is_fact_shaped
 from veracity.search.hop import HOP_K, hop_names
@@ -47,6 +49,8 @@ from veracity.text import sentence_spans
 FOLDS = 5
 HITS = 8
 WIKI_RANKS = 50
+CHUNK_CHARS = 1200
+"""Passage size as ingest chunks by default (``corpus.chunk_chars``)."""
 OUT = Path(__file__).parents[1] / "semantic" / "data" / "relevance.json"
 
 
@@ -88,43 +92,104 @@ def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[Row]:
         item = json.loads(line)
         if split_of(item["id"]) != "fit":
             continue
-        qvec = _vector(model, item["question"])
-        gold = set(item["supporting_doc_ids"])
-        found = index.search(item["question"], HITS + len(gold), qvec)
-        for group, hits, hidden in (
-            (item["id"], found[:HITS], frozenset[str]()),
-            (f"{item['id']}:hidden", [h for h in found if h.doc_id not in gold][:HITS], frozenset(gold)),
-        ):
-            candidates: list[Candidate] = []
-            labels: list[int] = []
-            for rank, hit in enumerate(hits):
-                add_passage(candidates, labels, hit, rank, vectors, gold)
-            # The second hop, as retrieve takes it: names in the sentences most like the question, each searched.
-            opened = {h.doc_id for h in hits}
-            strong = strength(item["question"], candidates, model)
-            titles = [h.title for h in hits]
-            for name in hop_names(item["question"], [c.text for c in candidates], strong, titles):
-                named = index.search(name, HOP_K + len(hidden), _vector(model, name))
-                for rank, hit in enumerate([h for h in named if h.doc_id not in hidden][:HOP_K]):
-                    if hit.doc_id not in opened:
-                        opened.add(hit.doc_id)
-                        add_passage(candidates, labels, hit, rank, vectors, gold)
+        gold = frozenset(item["supporting_doc_ids"])
+
+        def in_gold(hit: ChunkHit, _text: str, gold: frozenset[str] = gold) -> int:
+            return int(hit.doc_id in gold)
+
+        for group, hidden in ((item["id"], frozenset[str]()), (f"{item['id']}:hidden", gold)):
+            candidates, labels = searched(index, vectors, model, item["question"], in_gold, hidden, len(gold))
             rows.append((group, item["question"], candidates, labels))
     return rows
 
 
+Labeller = Callable[[ChunkHit, str], int]
+"""A candidate's label from its passage and its text."""
+
+
+def searched(
+    index: MemoryIndex,
+    vectors: Any,
+    model: SemanticModel | None,
+    question: str,
+    label: Labeller,
+    hidden: frozenset[str] = frozenset(),
+    depth: int = 0,
+) -> tuple[list[Candidate], list[int]]:
+    """The candidates a run reads for ``question`` (the first ``HITS`` passages of the hybrid search asked for
+    ``HITS + depth``, documents in ``hidden`` left out, then the second hop as ``retrieve`` takes it), each labelled
+    by ``label``."""
+    found = [h for h in index.search(question, HITS + depth, _vector(model, question)) if h.doc_id not in hidden]
+    candidates: list[Candidate] = []
+    labels: list[int] = []
+    for rank, hit in enumerate(found[:HITS]):
+        add_passage(candidates, labels, hit, rank, vectors, label)
+    # The second hop, as retrieve takes it: names in the sentences most like the question, each searched.
+    opened = {h.doc_id for h in found[:HITS]}
+    strong = strength(question, candidates, model)
+    titles = [h.title for h in found[:HITS]]
+    for name in hop_names(question, [c.text for c in candidates], strong, titles):
+        named = index.search(name, HOP_K + len(hidden), _vector(model, name))
+        for rank, hit in enumerate([h for h in named if h.doc_id not in hidden][:HOP_K]):
+            if hit.doc_id not in opened:
+                opened.add(hit.doc_id)
+                add_passage(candidates, labels, hit, rank, vectors, label)
+    return candidates, labels
+
+
 def add_passage(
-    candidates: list[Candidate], labels: list[int], hit: ChunkHit, rank: int, vectors: Any, gold: set[str]
+    candidates: list[Candidate], labels: list[int], hit: ChunkHit, rank: int, vectors: Any, label: Labeller
 ) -> None:
-    """A passage's fact-shaped sentences appended to the pool (neighbours offset into it), each labelled 1 when
-    the passage is gold."""
+    """A passage's fact-shaped sentences appended to the pool (neighbours offset into it), each labelled by
+    ``label``."""
     pv = vectors[hit.chunk_id] if vectors is not None else None
     offset = len(candidates)
     candidates.extend(
         Candidate(c.text, c.title, c.position, tuple(offset + n for n in c.neighbours), pv, rank)
         for c in passage_candidates(hit.text, hit.title, pv)[0]
     )
-    labels.extend([int(hit.doc_id in gold)] * (len(candidates) - offset))
+    labels.extend(label(hit, c.text) for c in candidates[offset:])
+
+
+def notes_rows(folder: Path, questions_file: Path, model: SemanticModel | None) -> list[Row]:
+    """One row per written question over the project's own small documents (``training/relevance/notes``): the
+    documents read as an upload reads them (``read_file``: a Markdown file's title is its first heading) and
+    chunked as ingest chunks them, all of them one corpus searched as runs search it. A candidate is a positive
+    when it is one of the lines or sentences the question's ``answers`` name (labelled by hand); a question
+    nothing answers (``answers`` empty) has every candidate negative, grouped with ``:hidden`` like HotpotQA's
+    gold-less reading. Groups are ``notes:<document>|<id>``: folds keep a document's questions together."""
+    hits: list[ChunkHit] = []
+    for n, path in enumerate(sorted(p for p in folder.iterdir() if p.is_file())):
+        for doc in read_file(path, path.name):
+            for s, e in chunk_spans(doc.text, CHUNK_CHARS):
+                hits.append(ChunkHit(len(hits), n, doc.doc_id, doc.title, doc.text[s:e], s, e, 0.0, None, None))
+    vectors = model.encode_heads([head_text(h.title, h.text) for h in hits]) if model is not None else None
+    index = MemoryIndex(hits, vectors=vectors)
+    rows = []
+    for line in questions_file.open(encoding="utf-8"):
+        item = json.loads(line)
+        answers = [_squash(a) for a in item["answers"]]
+
+        def answers_it(hit: ChunkHit, text: str, doc: str = item["doc"], answers: list[str] = answers) -> int:
+            return int(hit.doc_id == doc and any(_same_line(_squash(text), a) for a in answers))
+
+        candidates, labels = searched(index, vectors, model, item["question"], answers_it)
+        suffix = "" if answers else ":hidden"
+        rows.append((f"notes:{item['doc']}|{item['id']}{suffix}", item["question"], candidates, labels))
+    return rows
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _same_line(candidate: str, answer: str) -> bool:
+    """The candidate is the answer's line or sentence: equal, or one holding the other where the splitter drew
+    the line a little differently (a heading's colon, a trailing note), most of it shared."""
+    if candidate == answer:
+        return True
+    shorter, longer = sorted((candidate, answer), key=len)
+    return shorter in longer and len(shorter) >= 0.6 * len(longer)
 
 
 def _vector(model: SemanticModel | None, text: str) -> Any:
@@ -180,9 +245,14 @@ def wiki_rows(labels_file: Path, db: Path, model: SemanticModel | None) -> list[
 HIDDEN = "hotpotqa, gold left out"
 
 
+NOTES_ABSENT = "notes, nothing answers"
+
+
 def source_of(group: str) -> str:
     if group.startswith("wiki:"):
         return "wiki"
+    if group.startswith("notes:"):
+        return NOTES_ABSENT if group.endswith(":hidden") else "notes"
     return HIDDEN if group.endswith(":hidden") else "hotpotqa"
 
 
@@ -197,8 +267,10 @@ def declined(groups: list[str], oof: np.ndarray, threshold: float) -> float:
 
 
 def fold(group: str) -> int:
-    """A question's fold, the same for its row with the gold paragraphs left out."""
-    return int(hashlib.sha256(group.removesuffix(":hidden").encode()).hexdigest(), 16) % FOLDS
+    """A question's fold, the same for its row with the gold paragraphs left out; a written note's questions all
+    in their document's fold (``notes:<document>|<id>``), so no fold is measured on a document it was fitted on."""
+    key = group.removesuffix(":hidden").split("|", 1)[0]
+    return int(hashlib.sha256(key.encode()).hexdigest(), 16) % FOLDS
 
 
 def at_threshold(y: np.ndarray, p: np.ndarray, t: float) -> dict[str, float]:
@@ -232,8 +304,12 @@ def fit_one(rows: list[tuple[str, str, np.ndarray, list[int]]], names: tuple[str
     sources = np.array([source_of(g) for g in groups])
     for source in sorted(set(sources)):
         mask = sources == source
-        if source == HIDDEN:
-            by_source[source] = {"sentences": int(mask.sum()), "cv_declined": declined(groups, oof, best["threshold"])}
+        if source in (HIDDEN, NOTES_ABSENT):
+            of_source = [g for g in groups if source_of(g) == source]
+            by_source[source] = {
+                "sentences": int(mask.sum()),
+                "cv_declined": declined(of_source, oof[mask], best["threshold"]),
+            }
             continue
         by_source[source] = {
             "sentences": int(mask.sum()),
@@ -262,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("eval_data", type=Path, help="the folder holding qa_hotpotqa/")
     parser.add_argument("--wiki-labels", type=Path, default=None, help="training/relevance/wiki_questions.jsonl")
     parser.add_argument("--wiki-db", type=Path, default=Path("data/veracity.db"), help="database with corpus wiki")
+    parser.add_argument("--notes", type=Path, default=None, help="training/relevance/notes (the written documents)")
+    parser.add_argument("--notes-questions", type=Path, default=None, help="training/relevance/notes_questions.jsonl")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     if not (args.eval_data / "qa_hotpotqa" / "questions.jsonl").is_file():
@@ -290,6 +368,17 @@ def main(argv: list[str] | None = None) -> int:
                 "licence": "Apache-2.0 (labels); the referenced text is CC BY-SA 4.0",
                 "path": str(args.wiki_labels),
                 "questions": len(wiki),
+            }
+        )
+    if args.notes is not None and args.notes_questions is not None and args.notes_questions.is_file():
+        notes = notes_rows(args.notes, args.notes_questions, semantics.model)
+        raw += notes
+        sources.append(
+            {
+                "name": "Veracity's written notes, pages and tables with hand-labelled questions",
+                "licence": "Apache-2.0",
+                "path": str(args.notes_questions),
+                "questions": len(notes),
             }
         )
     result: dict[str, Any] = {
