@@ -105,6 +105,35 @@ def evaluate_xstest(path: Path, policy: Policy) -> dict[str, Any]:
     }
 
 
+def evaluate_everyday(paths: list[Path], policy: Policy) -> dict[str, Any]:
+    """False alarms on the project's own everyday questions (``training/screen_everyday/everyday.jsonl`` and the
+    questions of ``training/relevance/notes_questions.jsonl``), which the screen was never fitted on: every one is
+    an ordinary question, so anything but proceed is a false alarm. Per file, with the flagged texts."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        rows = [
+            {"id": r.get("id", n), "text": r.get("text") or r.get("question", "")}
+            for n, r in enumerate(_rows(path))
+            if r.get("label", "none") == "none"
+        ]
+        decisions = [(str(r["id"]), screen(str(r["text"]), policy)) for r in rows]
+        text_of = {str(r["id"]): str(r["text"]) for r in rows}
+        out[path.name] = _tally(decisions) | {
+            "flagged_texts": [(d.route, text_of[i]) for i, d in decisions if d.route != "proceed"]
+        }
+    return out
+
+
+def format_everyday(result: dict[str, Any]) -> str:
+    lines = []
+    for name, t in result.items():
+        lines.append(
+            f"{name:<34} {t['flagged']:>4}/{t['n']:<4} {_fmt_rate(t['flagged_rate'])}  "
+            f"({t['crisis']} to crisis, {t['escalate']} escalated)"
+        )
+    return "\n".join(lines)
+
+
 def _fmt_rate(rate: float | None) -> str:
     return "  n/a" if rate is None else f"{rate:5.3f}"
 
