@@ -106,9 +106,9 @@ def evaluate_xstest(path: Path, policy: Policy) -> dict[str, Any]:
 
 
 def evaluate_everyday(paths: list[Path], policy: Policy) -> dict[str, Any]:
-    """False alarms on the project's own everyday questions (``training/screen_everyday/everyday.jsonl`` and the
-    questions of ``training/relevance/notes_questions.jsonl``), which the screen was never fitted on: every one is
-    an ordinary question, so anything but proceed is a false alarm. Per file, with the flagged texts."""
+    """False alarms on the project's own everyday questions the screen was never fitted on (the questions of
+    ``training/relevance/notes_questions.jsonl``): every one is an ordinary question, so anything but proceed is a
+    false alarm. Per file, with the flagged texts."""
     out: dict[str, Any] = {}
     for path in paths:
         rows = [
