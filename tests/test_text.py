@@ -228,3 +228,41 @@ def test_rows_records_and_items_of_even_length_are_lines_of_their_own_not_wrappe
     assert sentences("Venue: the hall at the back of the\nOld Library, Quay Street") == [
         "Venue: the hall at the back of the\nOld Library, Quay Street"
     ]
+
+
+def test_a_wrapped_item_or_record_runs_on_and_a_label_inside_wrapped_prose_is_no_record() -> None:
+    # A list item or record whose line wraps onto an indented line, even one opening with a capital, is one unit;
+    # items that follow items are cut however even their lengths.
+    items = (
+        "- The committee thanked the outgoing chair, Councillor\n"
+        "  Smith, for ten years of service to the association.\n"
+        "- The treasurer presented the accounts.\n"
+    )
+    assert sentences(items) == [
+        "- The committee thanked the outgoing chair, Councillor\n  Smith, for ten years of service to the association.",
+        "- The treasurer presented the accounts.",
+    ]
+    record = (
+        "Address: Unit 4, Castleford Business Park, West Yorkshire, United\n  Kingdom, WF10 1AA\nPhone: 01632 960 000"
+    )
+    assert sentences(record) == [
+        "Address: Unit 4, Castleford Business Park, West Yorkshire, United\n  Kingdom, WF10 1AA",
+        "Phone: 01632 960 000",
+    ]
+    # In hard-wrapped prose a line that happens to open with "Name: …" is a wrap, not a record.
+    prose = (
+        "The treaty that closed the conflict was negotiated over many months in\n"
+        "Paris, and its final text was signed in the Hall of Mirrors by the Prime Minister\n"
+        "Lloyd George: it ended the war with Germany and set the terms of the peace for\n"
+        "the decade that followed, though many historians have since argued that its\n"
+        "reparations clauses sowed the seeds of the next conflict in Europe.\n"
+    )
+    assert sentences(prose) == [prose.strip()]
+    # A label opens with a capital of any script: a lower-case Cyrillic word before a colon is no label.
+    russian = "Согласно письму, направленному министерством,\nговорится следующее: расходы были сокращены."
+    assert sentences(russian) == [russian]
+    # An indented line under a heading is still the heading's next sentence.
+    assert sentences("Introduction\n    The project began in 2019 with a grant.") == [
+        "Introduction",
+        "The project began in 2019 with a grant.",
+    ]

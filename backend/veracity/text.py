@@ -111,15 +111,19 @@ _CARRIES_ON = frozenset("a an the of to from with and or nor but than that its t
 _BEFORE_A_NUMBER = frozenset("in on at by for since until before after around about".split())
 # A record: a short label that opens with a capital, a colon, its value ("Capacity: 1.7 litres", "Weekday evening
 # (Mon–Fri, 5pm–11pm): £24 per hour"); not a clock time ("10:40") nor a lower-case run-on ("the chair said: …").
-_LABEL_LINE_RE = re.compile(r"[ \t]*[^\W\d_a-z][^:|\n]{0,40}:[ \t]+\S")
-
-
+_LABEL_LINE_RE = re.compile(r"[ \t]*([^\W\d_])[^:|\n]{0,40}:[ \t]+\S")
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]")
 
 
-def _stands_alone(line: str) -> bool:
-    """A list item, a table row or a "Label: value" record: a line of its own, never a line of wrapped prose."""
-    return bool(_ITEM_RE.match(line) or _is_row(line) or _LABEL_LINE_RE.match(line))
+def _is_label(line: str) -> bool:
+    """A "Label: value" record line, its label opening with a capital of any script."""
+    return (m := _LABEL_LINE_RE.match(line)) is not None and m.group(1).isupper()
+
+
+def _is_record_line(line: str) -> bool:
+    """A table row or a "Label: value" record: a line of its own, left out of the measure of wrapped prose (a run of
+    them has lines of much the same length and is no paragraph)."""
+    return _is_row(line) or _is_label(line)
 
 
 _WRAP_MIN = 40
@@ -141,9 +145,9 @@ def _lines(block: str) -> list[tuple[int, int]]:
     filled = sum(1 for line in lines if line.strip())
     if filled < 2:
         return [(0, len(block))]
-    # Whether the block is wrapped prose is read off its lines of prose: a run of records, rows or list items has
-    # lines of much the same length too, and is no paragraph.
-    body = [line.rstrip() for line in lines if line.strip() and not _stands_alone(line)]
+    # Whether the block is wrapped prose is read off its lines of prose: a run of records or rows has lines of much
+    # the same length too, and is no paragraph.
+    body = [line.rstrip() for line in lines if line.strip() and not _is_record_line(line)]
     lengths = sorted(len(line) for line in body) or [0]
     width = lengths[int(0.9 * (len(lengths) - 1))] if len(lengths) >= 10 else lengths[-1]  # a footer or URL aside
     running = [len(line) for line in body[:-1] if not _ENDED_RE.search(line)]  # a paragraph's last line is short
@@ -151,6 +155,8 @@ def _lines(block: str) -> list[tuple[int, int]]:
     prose = width >= _WRAP_MIN and (filled == len(body) == 2 or (near >= 2 and near >= 0.6 * len(running)))
     cuts: list[int] = []
     offset = 0
+    in_item = _ITEM_RE.match(lines[0]) is not None  # the unit being read is a list item
+    in_record = _is_label(lines[0])  # or a "Label: value" record
     for line, after in zip(lines, lines[1:], strict=False):
         offset += len(line) + 1
         head = after.strip()
@@ -158,29 +164,28 @@ def _lines(block: str) -> list[tuple[int, int]]:
             continue
         ended = _ENDED_RE.search(line) is not None
         wrapped = (
-            not ended
-            and prose
-            and not _stands_alone(line)  # an item or record runs on only on a word that carries on ("the", "of")
-            and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
+            not ended and prose and not _is_row(line) and len(line.rstrip()) + 1 + len(head.split()[0]) > _SLACK * width
         )
         last = line.rstrip().rsplit(None, 1)[-1]
         # As written: "Korvand Shipping AS" is a name.
         carries_on = last in _CARRIES_ON or last.endswith("-") or (last in _BEFORE_A_NUMBER and head[0].isdigit())
-        if (
-            _is_row(line)
-            or _is_row(after)
-            or _HEADING_RE.match(line)
-            or (_LABEL_LINE_RE.match(after) and not carries_on)
-        ):
-            cuts.append(offset)  # a table row, a heading or a "Label: value" record is a line of its own
-            continue
-        if _ITEM_RE.match(after):
-            if not wrapped:  # "… in position\n5. The manager …" is a wrap, not an item
-                cuts.append(offset)
-            continue
-        opens = head[0].isupper() or head[0].isdigit() or head[0] in "\"'“‘([«"
-        if not ended and opens and not wrapped and not carries_on:
+        item = _ITEM_RE.match(after) is not None
+        # A hanging indent continues an item or record ("- … Councillor\n  Smith, for ten years …").
+        hangs = (in_item or in_record) and after[:1] in " \t" and not item and not _is_record_line(after)
+        if _is_row(line) or _is_row(after) or _HEADING_RE.match(line):
+            cut = True  # a table row or a heading is a line of its own
+        elif item:
+            cut = in_item or not wrapped  # items follow items; "… in position\n5. The manager …" is a wrap
+        elif _is_label(after):
+            cut = not (
+                wrapped or carries_on or line.rstrip().endswith((",", ";"))
+            )  # "…Prime Minister\nLloyd George: …"
+        else:
+            opens = head[0].isupper() or head[0].isdigit() or head[0] in "\"'“‘([«"
+            cut = not ended and opens and not wrapped and not carries_on and not hangs
+        if cut:
             cuts.append(offset)
+            in_item, in_record = item, _is_label(after)
     bounds = [0, *cuts, len(block)]
     return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 

@@ -21,9 +21,9 @@ from veracity.specs.models import Spec
 from veracity.text import sentence_spans, words
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-# A list item's marker: a bullet, "1." or "1)", and a lettered or roman one ("a)", "(b)", "ii.", "(iv)"), in lower
-# case only ("A. Smith" is an initial).
-_BULLET = re.compile(r"^\s*(?:[-*+•·▪‣◦]|\d+[.)]|\(?(?:[ivx]{1,4}|[a-h])[.)])\s+")
+# A list item's marker: a bullet, "1." or "1)", and a lettered or roman one ("a)", "(b)", "ii.", "(iv)") in lower
+# case before a capital ("A. Smith" is an initial, "e. coli is …" and "c. 1850 the town …" are no items).
+_BULLET = re.compile(r"^\s*(?:[-*+•·▪‣◦]|\d+[.)]|\(?(?:[ivx]{1,4}|[a-h])[.)](?=\s+[A-Z\"'“(]))\s+")
 _ONLY_ANCHORS = re.compile(r"^[\s.,;:]*(?:\[evidence:[A-Za-z0-9_-]+\][\s.,;:]*)+$")
 _DISCLAIMER_HEADINGS = {"disclaimer", "penafian", "note", "notice"}
 CONTRACT_KEYS = ("answer", "citations", "confidence", "needs_human")

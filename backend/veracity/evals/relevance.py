@@ -132,7 +132,7 @@ def notes_set(folder: Path, questions: Path, out: Path = NOTES_SET) -> Path:
     """The project's written notes (``training/relevance/notes``) and their hand-labelled questions as a set of
     this shape in ``out``: one document per file, titled as an upload titles it (``read_file``), the answerable
     questions with their answer lines as ``answers`` and their document as the gold (hidden for the decline). Only
-    ``make fit-relevance --notes`` ever fits on them; the shipped model was not (see README)."""
+    ``relevance_fit --notes … --notes-questions …`` fits on them; the shipped model was not (see README)."""
     out.mkdir(parents=True, exist_ok=True)
     docs = [doc for path in sorted(p for p in folder.iterdir() if p.is_file()) for doc in read_file(path, path.name)]
     lines = [json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}, ensure_ascii=False) for d in docs]
@@ -338,10 +338,11 @@ async def evaluate(qa: QASet, questions: list[Question], *, templates: list[str]
 
 async def run(args: argparse.Namespace) -> int:
     if args.notes is not None:
-        if not (args.notes / "questions.jsonl").is_file() and not args.notes.is_dir():
-            print(f"eval-relevance: data not found: {args.notes}", file=sys.stderr)
+        asked = args.notes.parent / "notes_questions.jsonl"
+        if missing := [str(p) for p, ok in ((args.notes, args.notes.is_dir()), (asked, asked.is_file())) if not ok]:
+            print(f"eval-relevance: data not found: {', '.join(missing)}", file=sys.stderr)
             return 2
-        args.data, args.split = notes_set(args.notes, args.notes.parent / "notes_questions.jsonl"), "all"
+        args.data, args.split = notes_set(args.notes, asked), "all"
         args.corpus_name = args.corpus_name or "notes"
     try:
         qa = load_set(

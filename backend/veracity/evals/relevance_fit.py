@@ -167,6 +167,8 @@ def notes_rows(folder: Path, questions_file: Path, model: SemanticModel | None) 
     index = MemoryIndex(hits, vectors=vectors)
     rows = []
     for line in questions_file.open(encoding="utf-8"):
+        if not line.strip():
+            continue
         item = json.loads(line)
         answers = [_squash(a) for a in item["answers"]]
 
@@ -370,7 +372,10 @@ def main(argv: list[str] | None = None) -> int:
                 "questions": len(wiki),
             }
         )
-    if args.notes is not None and args.notes_questions is not None and args.notes_questions.is_file():
+    if (args.notes is None) != (args.notes_questions is None):
+        print("--notes and --notes-questions go together", file=sys.stderr)
+        return 2
+    if args.notes is not None and args.notes_questions is not None:
         notes = notes_rows(args.notes, args.notes_questions, semantics.model)
         raw += notes
         sources.append(

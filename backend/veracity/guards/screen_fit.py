@@ -103,7 +103,7 @@ def fit_mode(material: Material, names: tuple[str, ...]) -> dict[str, Any]:
         if material.vectors is not None:
             blends = {k: material.out_of_fold(name, family, strength, False, k) for k in NEIGHBOURS_GRID if k}
             blends[0] = runs[(family, strength)]
-            # Chosen on the look-alikes, as the cut-off is: the everyday questions are easy either way.
+            # Chosen without the everyday questions (BLEND_EXCLUDES): they are easy with the blend or without it.
             neighbours = min(blends, key=lambda k: log_loss(blends[k][1][counted], blends[k][0][counted]))
             p, y = blends[neighbours]
         threshold = best_threshold(y, p, BETA[name], MAX_FALSE_POSITIVE_RATE[name])
