@@ -204,7 +204,7 @@ def test_rows_records_and_items_of_even_length_are_lines_of_their_own_not_wrappe
         "Hollins Cross | 09:22 | 12:22 | 15:37\n"
         "Castleford Hospital | 09:40 | 12:40 | 15:55\n"
     )
-    assert sentences(timetable) == [line for line in timetable.splitlines()]
+    assert sentences(timetable) == timetable.splitlines()
     spec = (
         "Model numbers: KT17-SLV (silver), KT17-BLK (black)\n"
         "Capacity: 1.7 litres (minimum fill 0.25 litres)\n"

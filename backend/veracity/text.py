@@ -111,13 +111,14 @@ _CARRIES_ON = frozenset("a an the of to from with and or nor but than that its t
 _BEFORE_A_NUMBER = frozenset("in on at by for since until before after around about".split())
 # A record: a short label that opens with a capital, a colon, its value ("Capacity: 1.7 litres", "Weekday evening
 # (Mon–Fri, 5pm–11pm): £24 per hour"); not a clock time ("10:40") nor a lower-case run-on ("the chair said: …").
-_LABEL_LINE_RE = re.compile(r"[ \t]*([^\W\d_])[^:|\n]{0,40}:[ \t]+\S")
+LABEL_RE = re.compile(r"[^\S\n]*([^\W\d_][^:|\n]{0,40}):[^\S\n]+(\S.*)")
+"""A "label: value" line: the label (group 1), the value (group 2); the splitter and ``search.evidence`` read it."""
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]")
 
 
 def _is_label(line: str) -> bool:
     """A "Label: value" record line, its label opening with a capital of any script."""
-    return (m := _LABEL_LINE_RE.match(line)) is not None and m.group(1).isupper()
+    return (m := LABEL_RE.match(line)) is not None and m.group(1)[0].isupper()
 
 
 def _is_record_line(line: str) -> bool:

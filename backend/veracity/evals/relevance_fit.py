@@ -97,8 +97,11 @@ def hotpot_rows(eval_data: Path, model: SemanticModel | None) -> list[Row]:
         def in_gold(hit: ChunkHit, _text: str, gold: frozenset[str] = gold) -> int:
             return int(hit.doc_id in gold)
 
+        # One search for both readings: as searched, and with the gold left out (asked for as many more).
+        found = index.search(item["question"], HITS + len(gold), _vector(model, item["question"]))
         for group, hidden in ((item["id"], frozenset[str]()), (f"{item['id']}:hidden", gold)):
-            candidates, labels = searched(index, vectors, model, item["question"], in_gold, hidden, len(gold))
+            hits = [h for h in found if h.doc_id not in hidden][:HITS]
+            candidates, labels = pooled(index, vectors, model, item["question"], hits, in_gold, hidden)
             rows.append((group, item["question"], candidates, labels))
     return rows
 
@@ -107,28 +110,25 @@ Labeller = Callable[[ChunkHit, str], int]
 """A candidate's label from its passage and its text."""
 
 
-def searched(
+def pooled(
     index: MemoryIndex,
     vectors: Any,
     model: SemanticModel | None,
     question: str,
+    hits: list[ChunkHit],
     label: Labeller,
     hidden: frozenset[str] = frozenset(),
-    depth: int = 0,
 ) -> tuple[list[Candidate], list[int]]:
-    """The candidates a run reads for ``question`` (the first ``HITS`` passages of the hybrid search asked for
-    ``HITS + depth``, documents in ``hidden`` left out, then the second hop as ``retrieve`` takes it), each labelled
-    by ``label``."""
-    found = [h for h in index.search(question, HITS + depth, _vector(model, question)) if h.doc_id not in hidden]
+    """The candidates a run reads for ``question`` from the first pass's ``hits``, then the second hop as
+    ``retrieve`` takes it (documents in ``hidden`` left out), each labelled by ``label``."""
     candidates: list[Candidate] = []
     labels: list[int] = []
-    for rank, hit in enumerate(found[:HITS]):
+    for rank, hit in enumerate(hits):
         add_passage(candidates, labels, hit, rank, vectors, label)
     # The second hop, as retrieve takes it: names in the sentences most like the question, each searched.
-    opened = {h.doc_id for h in found[:HITS]}
+    opened = {h.doc_id for h in hits}
     strong = strength(question, candidates, model)
-    titles = [h.title for h in found[:HITS]]
-    for name in hop_names(question, [c.text for c in candidates], strong, titles):
+    for name in hop_names(question, [c.text for c in candidates], strong, [h.title for h in hits]):
         named = index.search(name, HOP_K + len(hidden), _vector(model, name))
         for rank, hit in enumerate([h for h in named if h.doc_id not in hidden][:HOP_K]):
             if hit.doc_id not in opened:
@@ -175,7 +175,8 @@ def notes_rows(folder: Path, questions_file: Path, model: SemanticModel | None) 
         def answers_it(hit: ChunkHit, text: str, doc: str = item["doc"], answers: list[str] = answers) -> int:
             return int(hit.doc_id == doc and any(_same_line(_squash(text), a) for a in answers))
 
-        candidates, labels = searched(index, vectors, model, item["question"], answers_it)
+        hits = index.search(item["question"], HITS, _vector(model, item["question"]))
+        candidates, labels = pooled(index, vectors, model, item["question"], hits, answers_it)
         suffix = "" if answers else ":hidden"
         rows.append((f"notes:{item['doc']}|{item['id']}{suffix}", item["question"], candidates, labels))
     return rows
@@ -344,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notes-questions", type=Path, default=None, help="training/relevance/notes_questions.jsonl")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    if (args.notes is None) != (args.notes_questions is None):
+        print("--notes and --notes-questions go together", file=sys.stderr)
+        return 2
     if not (args.eval_data / "qa_hotpotqa" / "questions.jsonl").is_file():
         print(f"no HotpotQA set under {args.eval_data}", file=sys.stderr)
         return 2
@@ -372,10 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                 "questions": len(wiki),
             }
         )
-    if (args.notes is None) != (args.notes_questions is None):
-        print("--notes and --notes-questions go together", file=sys.stderr)
-        return 2
-    if args.notes is not None and args.notes_questions is not None:
+    if args.notes is not None and args.notes_questions is not None:  # both or neither (checked above)
         notes = notes_rows(args.notes, args.notes_questions, semantics.model)
         raw += notes
         sources.append(

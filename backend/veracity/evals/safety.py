@@ -117,10 +117,8 @@ def evaluate_everyday(paths: list[Path], policy: Policy) -> dict[str, Any]:
             if r.get("label", "none") == "none"
         ]
         decisions = [(str(r["id"]), screen(str(r["text"]), policy)) for r in rows]
-        text_of = {str(r["id"]): str(r["text"]) for r in rows}
-        out[path.name] = _tally(decisions) | {
-            "flagged_texts": [(d.route, text_of[i]) for i, d in decisions if d.route != "proceed"]
-        }
+        flagged = [(d.route, str(r["text"])) for r, (_, d) in zip(rows, decisions, strict=True) if d.route != "proceed"]
+        out[path.name] = _tally(decisions) | {"flagged_texts": flagged}
     return out
 
 

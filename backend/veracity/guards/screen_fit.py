@@ -98,13 +98,13 @@ def fit_mode(material: Material, names: tuple[str, ...]) -> dict[str, Any]:
         runs = {c: material.out_of_fold(name, *c, by_sentence=False) for c in CANDIDATES}
         family, strength = min(runs, key=lambda c: log_loss(runs[c][1], runs[c][0]))
         p, y = runs[(family, strength)]
-        counted = np.array([row["file"] not in BLEND_EXCLUDES for row in material.rows])[material.target(name)[0]]
         neighbours = 0
         if material.vectors is not None:
+            choosing = np.array([r["file"] not in BLEND_EXCLUDES for r in material.rows])[material.target(name)[0]]
             blends = {k: material.out_of_fold(name, family, strength, False, k) for k in NEIGHBOURS_GRID if k}
             blends[0] = runs[(family, strength)]
             # Chosen without the everyday questions (BLEND_EXCLUDES): they are easy with the blend or without it.
-            neighbours = min(blends, key=lambda k: log_loss(blends[k][1][counted], blends[k][0][counted]))
+            neighbours = min(blends, key=lambda k: log_loss(blends[k][1][choosing], blends[k][0][choosing]))
             p, y = blends[neighbours]
         threshold = best_threshold(y, p, BETA[name], MAX_FALSE_POSITIVE_RATE[name])
         by_sentence = False

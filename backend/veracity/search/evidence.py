@@ -14,7 +14,7 @@ from veracity.domain import WEB_SOURCE, Evidence, SourceRef
 from veracity.fetch.canonical import host_of
 from veracity.guards.injection import Instruction, instruction_in
 from veracity.ports import SearchHit
-from veracity.text import sentence_spans, sha256_hex, words
+from veracity.text import LABEL_RE, sentence_spans, sha256_hex, words
 
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS = 30, 600, 5
 _RECORD_MIN_CHARS, _RECORD_MIN_WORDS = 12, 3
@@ -39,8 +39,6 @@ def is_fact_shaped(sentence: str) -> bool:
     return _TERMINAL.search(sentence) is not None  # else a heading, caption or menu line, not a sentence
 
 
-_LABELLED = re.compile(r"([^\W\d_][^:|\n]{0,40}):\s+(\S.*)")
-"""A "label: value" line ("Saturday: 9am to 1pm")."""
 _PAGE_LABELS = frozenset(
     "posted updated published date copyright photo image picture figure fig table source tags tag share comments "
     "page chapter episode step subject read cookies".split()
@@ -58,7 +56,7 @@ def is_record(line: str) -> bool:
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
     if len(cells) >= 3:  # a row: a year in its first cell is a figure too ("1943 | Winter Orchard | …")
         label, values = cells[0], cells
-    elif (labelled := _LABELLED.match(line.strip())) is not None:
+    elif (labelled := LABEL_RE.match(line.strip())) is not None:
         label, values = labelled.group(1), [labelled.group(2)]
     else:
         return False
