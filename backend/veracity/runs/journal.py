@@ -63,6 +63,10 @@ class Journal:
         self._fences.pop(run_id, None)
         self._ending.discard(run_id)
 
+    def holds(self, run_id: str) -> bool:
+        """Whether this process still holds the run's claim (not yet released: its ending is not written)."""
+        return run_id in self._fences
+
     def ending(self, run_id: str) -> bool:
         """Whether the run's ending (artifact or failure) is being written here now."""
         return run_id in self._ending

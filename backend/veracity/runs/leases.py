@@ -95,6 +95,10 @@ class Leases:
                 async with runs_repo.run_transaction(self.sessionmaker, lease) as session:
                     lost = await runs_repo.renew_leases(session=session, fences=self.journal.fences())
                 for run_id in lost:
+                    if self.journal.ending(run_id) or not self.journal.holds(run_id):
+                        # It ended here while the renewal waited for the write lock: finished, not lost (a claim
+                        # lost while its ending is written is the run's own write's LeaseLost to report).
+                        continue
                     # Swept while this process was not renewing (frozen, cut off): its writes are refused by the
                     # fence already; stop spending anything on it.
                     logger.warning("run %s: lease lost, this process stops executing it", run_id)
