@@ -356,14 +356,24 @@ async def test_each_fallback_says_its_own_cause_and_what_was_found(
             r"What was found: (\d+) sentences? from \d+ sources?, quoted below as retrieved .*", found
         )
         assert counted and int(counted.group(1)) == digest, found
+    elif cause == "nothing-relevant":
+        assert reason.startswith("Reason: Nothing in corpus wiki answers this question")
+        # What came closest, below the cut-off: shown as such, each quote openable, none labelled as if judged.
+        card = page.locator("#report .section-card[data-section=evidence_digest]")
+        assert await card.get_attribute("data-status") == "not_found"
+        assert (await card.locator("h3").inner_text()).startswith("Closest passages")
+        assert "not checked as an answer" in await card.inner_text()
+        assert 0 < digest <= 5 and sources == digest
+        assert await card.locator("li.claim .label").count() == 0
+        shown = [float(t.split()[1]) for t in await card.locator("li.claim .relevance").all_inner_texts()]
+        assert len(shown) == digest and shown == sorted(shown, reverse=True) and max(shown) < 0.5
+        counted = re.fullmatch(r"Nothing answered it; the closest: (\d+) sentences? from \d+ sources? below .*", found)
+        assert counted and int(counted.group(1)) == digest, found
     else:
         assert found == messages.FALLBACK_FOUND_NOTHING and digest == 0
-        if cause == "nothing-relevant":
-            assert reason.startswith("Reason: Nothing in corpus wiki answers this question")
-        else:
-            assert reason.startswith("Reason: the search failed on ")
-            assert "SearXNG search failed" in reason
-            assert messages.FALLBACK_CHECKS_FAILED not in text and "did not pass the checks" not in text
+        assert reason.startswith("Reason: the search failed on ")
+        assert "SearXNG search failed" in reason
+        assert messages.FALLBACK_CHECKS_FAILED not in text and "did not pass the checks" not in text
     await names_on_one_line(page)  # failure rows' long details leave the names the least room
     # The empty sections are named once, not each with the statement again.
     unwritten = (await page.inner_text("#not-written")).strip()

@@ -389,3 +389,57 @@ def test_the_floor_says_why_nothing_was_written(reason, unwritten):
     report = floor_report(run_id="r", spec=spec, question="q", corpus="wiki", evidence=[], reason=reason)
     notes = {s.note for s in report.sections if s.id != "evidence_digest"}
     assert len(notes) == 1 and unwritten in notes.pop()
+
+
+def test_a_floor_with_nothing_relevant_shows_its_closest_passages_unlabelled():
+    """Nothing reached the cut-off: the digest holds the closest sentences below it, said to be so, each with its
+    relevance and its anchor, and none labelled as if a check had judged it; the statement above says the same."""
+    from veracity.runs.floor import CLOSEST_SHOWN, floor_report
+    from veracity.web.view import found_statement
+
+    spec = SpecRegistry.load().get("answer")
+    near = [_ev(f"c{i}", f"Student monthly: £{20 + i} per month.", "Riverside Gym", 0.3 - i / 100) for i in range(7)]
+    reason = "Nothing in corpus gym answers this question; closest passages: Riverside Gym"
+    report = floor_report(run_id="r", spec=spec, question="q", corpus="gym", evidence=[], reason=reason, closest=near)
+    (digest,) = [s for s in report.sections if s.id == "evidence_digest"]
+    assert digest.title == "Closest passages" and digest.status == "not_found"
+    assert "not checked as an answer" in (digest.note or "")
+    assert [c.text for c in digest.claims] == [ev.quote for ev in near[:CLOSEST_SHOWN]]
+    assert all(c.label is None and c.relevance == ev.relevance for c, ev in zip(digest.claims, near, strict=False))
+    assert [e.id for e in report.evidence] == [ev.id for ev in near[:CLOSEST_SHOWN]]  # every anchor resolves
+    said = found_statement(report.model_dump())
+    assert said.startswith("Nothing answered it; the closest: 5 sentences from 1 source below the relevance cut-off")
+
+    # Any other floor keeps its own digest: closest passages are shown only when nothing relevant was found.
+    checks = "drafting attempts exhausted (2) with failed checks: unsupported_claim"
+    other = floor_report(run_id="r", spec=spec, question="q", corpus="gym", evidence=[], reason=checks, closest=near)
+    (digest,) = [s for s in other.sections if s.id == "evidence_digest"]
+    assert digest.title == "Evidence digest" and digest.claims == [] and other.evidence == []
+    handoff = floor_report(
+        run_id="r", spec=spec, question="q", corpus="gym", evidence=[], reason=reason, closest=near, outcome="handoff"
+    )
+    assert handoff.evidence == []
+    # In the question's language when the floor speaks it.
+    malay = floor_report(
+        run_id="r",
+        spec=spec,
+        question="Berapakah yuran bulanan untuk pelajar di gim ini?",
+        corpus="gym",
+        evidence=[],
+        reason=reason,
+        closest=near,
+    )
+    assert [s.title for s in malay.sections if s.id == "evidence_digest"] == ["Petikan terdekat"]
+
+
+def test_closest_passages_of_every_branch_each_once_most_relevant_first():
+    from veracity.domain import BranchStat
+    from veracity.graph.nodes.decide import closest_of
+
+    a, b, c = _ev("a", "A.", "T", 0.2), _ev("b", "B.", "T", 0.25), _ev("c", "C.", "U", 0.1)
+    stats = [
+        BranchStat(subtask_id="s1", status="done", closest_evidence=[a, c]),
+        BranchStat(subtask_id="s2", status="done", closest_evidence=[b, a.model_copy(update={"relevance": 0.28})]),
+        BranchStat(subtask_id="s3", status="failed"),
+    ]
+    assert [(e.id, e.relevance) for e in closest_of(stats)] == [("a", 0.28), ("b", 0.25), ("c", 0.1)]

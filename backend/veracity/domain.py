@@ -51,6 +51,11 @@ class Evidence(BaseModel):
     context_after: str = Field(default="", description="Source text just after the quote, as read.")
 
 
+CLOSEST_SHOWN = 5
+"""Closest passages a run that keeps nothing shows, and names in its reason (below the cut-off, fewer are worth
+reading)."""
+
+
 class BranchStat(BaseModel):
     subtask_id: str
     status: Literal["done", "failed"]
@@ -61,6 +66,11 @@ class BranchStat(BaseModel):
     closest: list[dict[str, Any]] = Field(
         default_factory=list,
         description="The best sentences below the relevance cut-off (title, doc_id, relevance): the closest passages.",
+    )
+    closest_evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="The same sentences as evidence (quote, offsets, source, relevance), never handed to the "
+        "composer: what a run that keeps nothing shows, below the cut-off, as its closest passages.",
     )
     page_errors: list[str] = Field(
         default_factory=list, description="Pages this branch could not open (URL: why); the branch went on."

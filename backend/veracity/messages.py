@@ -74,6 +74,10 @@ FALLBACK_MODEL_FAILED = "The model failed before it wrote a draft, so nothing wa
 FALLBACK_CHECKS_FAILED = "A draft was written but did not pass the checks, so none of it was shipped."
 FALLBACK_FOUND = "What was found: {sentences} from {sources}, quoted below as retrieved — not a written answer."
 FALLBACK_FOUND_NOTHING = "Nothing was found to show."
+FALLBACK_CLOSEST = (
+    "Nothing answered it; the closest: {sentences} from {sources} below the relevance cut-off, quoted below as "
+    "retrieved — not an answer."
+)
 
 DATABASE_FAILED = "the database could not be read or written (the details are in the server log)"
 UNEXPECTED_FAILURE = "an unexpected error (the details are in the server log)"

@@ -190,6 +190,8 @@ class RunResult:
     """Distinct claims shipped (0 unless the outcome is ``shipped``)."""
     gold_claims: int = 0
     answer_found: bool = False
+    answer_closest: bool = False
+    """Nothing shipped, and a gold answer is in one of the closest passages the fallback shows."""
 
 
 def score_report(report: Report | None, question: Question) -> tuple[int, int, bool]:
@@ -203,6 +205,19 @@ def score_report(report: Report | None, question: Question) -> tuple[int, int, b
     return len(claims), gold, found
 
 
+def closest_answer(report: Report | None, question: Question) -> bool:
+    """A fallback with nothing relevant shows its closest passages (an ``evidence_digest`` that is ``not_found``
+    but holds sentences): is a gold answer in one of them?"""
+    if report is None or report.outcome != "fallback":
+        return False
+    return any(
+        contains_answer(c.text, question.answers)
+        for s in report.sections
+        if s.id == "evidence_digest" and s.status == "not_found"
+        for c in s.claims
+    )
+
+
 async def run_question(service: RunService, question: Question, *, template: str, corpus: str) -> RunResult:
     started = time.perf_counter()
     run_id = await service.start(question=question.question, template=template, corpus=corpus)
@@ -214,7 +229,7 @@ async def run_question(service: RunService, question: Question, *, template: str
     report = Report.model_validate(artifact.report) if artifact is not None else None
     outcome = (run.outcome if run is not None else None) or "failed"
     claims, gold, found = score_report(report, question)
-    return RunResult(question.id, run_id, outcome, round(ms, 1), claims, gold, found)
+    return RunResult(question.id, run_id, outcome, round(ms, 1), claims, gold, found, closest_answer(report, question))
 
 
 def p90(values: list[float]) -> float:
@@ -232,11 +247,13 @@ def summarize(questions: list[Question], normal: list[RunResult], hidden: list[R
     answerable = {q.id for q in questions if any(normalize_answer(a) for a in q.answers)}
     declined = sum(1 for r in hidden if r.outcome != "shipped" or r.claims == 0)
     recalled = sum(1 for r in normal if r.answer_found and r.question_id in answerable)
+    closest = sum(1 for r in normal if r.answer_closest and r.question_id in answerable)
     ms = [r.ms for r in normal + hidden]
     return {
         "questions": len(questions),
         "claim_precision": ratio(sum(r.gold_claims for r in normal), sum(r.claims for r in normal)),
         "answer_recall": ratio(recalled, len(answerable)),
+        "answer_in_closest": ratio(closest, len(answerable)),
         "decline_when_absent": ratio(declined, len(hidden)),
         "outcomes": dict(Counter(r.outcome for r in normal).most_common()),
         "outcomes_gold_hidden": dict(Counter(r.outcome for r in hidden).most_common()),
@@ -283,6 +300,8 @@ def format_template(template: str, s: dict[str, Any] | None) -> str:
             f"{template} ({s['questions']} questions)",
             f"  claim precision           {_fraction(s['claim_precision'])}  shipped claims citing a gold paragraph",
             f"  answer recall             {_fraction(s['answer_recall'])}  gold answer inside a shipped claim",
+            f"  answer in closest shown   {_fraction(s['answer_in_closest'])}  not shipped; a gold answer among the "
+            "closest passages the fallback shows",
             f"  decline when absent       {_fraction(s['decline_when_absent'])}  gold hidden: not shipped or no claim",
             f"  outcomes                  {counts}",
             f"  outcomes, gold hidden     {hidden}",

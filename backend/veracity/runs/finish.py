@@ -15,6 +15,7 @@ from veracity import messages
 from veracity.domain import Report
 from veracity.events import GateRejected
 from veracity.graph.context import Context
+from veracity.graph.nodes.decide import closest_of
 from veracity.graph.state import GraphOutput
 from veracity.guards import gate
 from veracity.models.usage import current_meter
@@ -149,6 +150,7 @@ def finish_report(
         outcome="handoff" if decision == "handoff" and not bare_floor else "fallback",
         needs_human_reason=output.needs_human_reason,
         language=output.language,
+        closest=[] if bare_floor else closest_of(output.branch_stats),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from veracity import messages
-from veracity.domain import Claim, Evidence, Report, ReportSection
+from veracity.domain import CLOSEST_SHOWN, Claim, Evidence, Report, ReportSection
 from veracity.runs.report import report_evidence
 from veracity.specs.models import Policy, Spec
 from veracity.specs.policy import escalation_answer
@@ -25,6 +25,11 @@ FLOOR_TEXT: dict[str, dict[str, str]] = {
         "not_verified": "Not written: the draft could not be verified.",
         "digest_title": "Evidence digest",
         "digest_note": "Verbatim sentences retrieved for this question, best-scored first; not a written answer.",
+        "closest_title": "Closest passages",
+        "closest_note": (
+            "No sentence retrieved reached the relevance cut-off. These came closest, quoted as retrieved, most "
+            "relevant first: they were not checked as an answer and may not answer the question."
+        ),
         "floor_note": DEFAULT_FLOOR_NOTE,
         "reason": "{note} Reason: {reason}.",
         "nothing_note": "{reason}.",
@@ -40,6 +45,11 @@ FLOOR_TEXT: dict[str, dict[str, str]] = {
         "model_failed": "Tidak ditulis: model gagal sebelum menulis draf.",
         "not_verified": "Tidak ditulis: draf tidak dapat disahkan.",
         "digest_title": "Ringkasan bukti",
+        "closest_title": "Petikan terdekat",
+        "closest_note": (
+            "Tiada ayat yang diperoleh mencapai had kerelevanan. Ayat-ayat ini paling hampir, disalin seperti yang "
+            "diperoleh, yang paling relevan dahulu: ia tidak disemak sebagai jawapan dan mungkin tidak menjawab soalan."
+        ),
         "digest_note": (
             "Ayat yang diperoleh untuk soalan ini, disalin kata demi kata, yang terbaik dahulu; bukan jawapan bertulis."
         ),
@@ -104,13 +114,23 @@ def floor_report(
     outcome: Literal["fallback", "handoff"] = "fallback",
     needs_human_reason: str | None = None,
     language: str | None = None,
+    closest: list[Evidence] | None = None,
 ) -> Report:
     """The honest note plus the evidence digest. Also the body of a ``handoff``: a person gets the evidence,
     the reader gets no unverified prose. Its notes and disclaimer are in the answer's language (``language``,
-    else the question's); the reason, written by the checks, is quoted as it is."""
+    else the question's); the reason, written by the checks, is quoted as it is.
+
+    When nothing reached the relevance cut-off (a ``nothing_relevant`` fallback), the digest holds the
+    ``closest`` sentences below it instead, titled and said to be so, unlabelled (no check judged them), each with
+    its relevance and its anchor: the reader can open them, and nothing is passed off as an answer."""
     digest = evidence[:DIGEST_SIZE]
     lang = floor_language(spec, question, language)
     text = FLOOR_TEXT[lang]
+    near = (
+        closest[:CLOSEST_SHOWN]
+        if closest and not digest and outcome == "fallback" and fallback_kind(reason) == "nothing_relevant"
+        else []
+    )
     unwritten = text["handoff"] if outcome == "handoff" else text[fallback_kind(reason)]
     sections = [
         ReportSection(
@@ -123,16 +143,28 @@ def floor_report(
         )
         for s in spec.sections
     ]
-    sections.append(
-        ReportSection(
-            id="evidence_digest",
-            title=text["digest_title"],
-            required=False,
-            status="supported" if digest else "not_found",
-            claims=[Claim(text=ev.quote, evidence_ids=[ev.id], label="supported") for ev in digest],
-            note=text["digest_note"],
+    if near:
+        sections.append(
+            ReportSection(
+                id="evidence_digest",
+                title=text["closest_title"],
+                required=False,
+                status="not_found",
+                claims=[Claim(text=ev.quote, evidence_ids=[ev.id], relevance=ev.relevance) for ev in near],
+                note=text["closest_note"],
+            )
         )
-    )
+    else:
+        sections.append(
+            ReportSection(
+                id="evidence_digest",
+                title=text["digest_title"],
+                required=False,
+                status="supported" if digest else "not_found",
+                claims=[Claim(text=ev.quote, evidence_ids=[ev.id], label="supported") for ev in digest],
+                note=text["digest_note"],
+            )
+        )
     floor_note = text["floor_note"] if spec.policy.floor_note == DEFAULT_FLOOR_NOTE else spec.policy.floor_note
     kind = fallback_kind(reason)
     if kind == "nothing_relevant":  # said plainly: the corpus does not hold an answer
@@ -157,7 +189,7 @@ def floor_report(
         outcome_reason=reason,
         needs_human_reason=needs_human_reason,
         sections=sections,
-        evidence=report_evidence(digest),
+        evidence=report_evidence(digest or near),
         notes=[note],
         disclaimer=disclaimers.get(lang) or next(iter(disclaimers.values()), None),
         language=lang,

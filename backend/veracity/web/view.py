@@ -90,9 +90,10 @@ def found_statement(report: dict[str, Any]) -> str:
     if not evidence:
         return messages.FALLBACK_FOUND_NOTHING
     sources = {ev.get("doc_id") or ev.get("url") or ev.get("title") for ev in evidence}
-    return messages.FALLBACK_FOUND.format(
-        sentences=counted(len(evidence), "sentence"), sources=counted(len(sources), "source")
-    )
+    digest = next((s for s in report.get("sections") or [] if s.get("id") == "evidence_digest"), None)
+    # A digest of the closest passages (nothing reached the cut-off) is not found, though it holds sentences.
+    said = messages.FALLBACK_CLOSEST if digest and digest.get("status") == "not_found" else messages.FALLBACK_FOUND
+    return said.format(sentences=counted(len(evidence), "sentence"), sources=counted(len(sources), "source"))
 
 
 _BREAK_AFTER = re.compile(r"([/_?&=])(?=\w)")

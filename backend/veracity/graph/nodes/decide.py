@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from veracity import messages
+from veracity.domain import CLOSEST_SHOWN, BranchStat, Evidence
 from veracity.events import ReviseRequested, SynthesizeComplete
 from veracity.graph.context import Context
 from veracity.graph.phases import AgentDecision, dispatch
@@ -94,15 +95,24 @@ def no_evidence_reason(state: RunState) -> str:
 
 def nothing_relevant(state: RunState) -> str:
     """The honest reason when no claim is left: nothing in the corpus answers the question, and what came
-    closest (the best sentences below the relevance cut-off, by title)."""
-    closest = sorted(
-        (c for stat in state.get("branch_stats", []) for c in stat.closest), key=lambda c: -float(c["relevance"])
-    )
-    titles = list(dict.fromkeys(str(c["title"]) for c in closest))[:3]
+    closest (the titles of the best sentences below the relevance cut-off, those the floor shows)."""
+    shown = closest_of(state.get("branch_stats", []))[:CLOSEST_SHOWN]
+    titles = list(dict.fromkeys(ev.source.title or ev.source.doc_id or "" for ev in shown))[:3]
     where = f"corpus {state.get('corpus', '?')}"
     if titles:
         return messages.NOTHING_RELEVANT_CLOSEST.format(where=where, closest="; ".join(titles))
     return messages.NOTHING_RELEVANT.format(where=where)
+
+
+def closest_of(stats: list[BranchStat]) -> list[Evidence]:
+    """Every branch's closest passages below the relevance cut-off, each sentence once (at its best relevance),
+    most relevant first."""
+    found: dict[str, Evidence] = {}
+    for stat in stats:
+        for ev in stat.closest_evidence:
+            if ev.id not in found or (ev.relevance or 0.0) > (found[ev.id].relevance or 0.0):
+                found[ev.id] = ev
+    return sorted(found.values(), key=lambda ev: -(ev.relevance or 0.0))
 
 
 async def decide(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 MAX_AUDIT_CHARS = 300
 """Longest text of a sentence addressed to the model kept in the audit trail."""
+CLOSEST = 3
+"""Sentences below the relevance cut-off a branch keeps as its closest passages (the best first)."""
 ANAPHOR = re.compile(r"^\W*(?:he|she|it|they|his|her|its|their|him|them)\b", re.I)
 """A sentence opening with a pronoun names its subject in the sentence before ("She founded the shipbuilder in
 1902." after "Ines Marrow was an engineer from Caldera.")."""
@@ -241,7 +243,11 @@ def _select(
         for p, c in ranked
         if p >= cutoff
     ]
-    stat.closest = [{"title": c.hit.title, "doc_id": c.hit.doc_id, "relevance": p} for p, c in ranked[:3] if p < cutoff]
+    below = [(p, c) for p, c in ranked[:CLOSEST] if p < cutoff]
+    stat.closest = [{"title": c.hit.title, "doc_id": c.hit.doc_id, "relevance": p} for p, c in below]
+    stat.closest_evidence = [
+        to_evidence(c, subtask_id=task["subtask"].id, corpus=task["corpus"], relevance=p, score=p) for p, c in below
+    ]
     return kept
 
 
