@@ -443,3 +443,35 @@ def test_closest_passages_of_every_branch_each_once_most_relevant_first():
         BranchStat(subtask_id="s3", status="failed"),
     ]
     assert [(e.id, e.relevance) for e in closest_of(stats)] == [("a", 0.28), ("b", 0.25), ("c", 0.1)]
+
+
+@pytest.mark.parametrize("template", ["answer", "support_answer"])
+async def test_records_without_a_stop_are_each_their_own_claim(model, template):
+    """A note's records ("Day pass: £9") end no sentence: drafted by the offline composer, each stays one claim with
+    its own anchor (joined by spaces they were parsed back as one claim carrying every anchor)."""
+    from veracity.compose.extractive import ExtractiveComposer
+
+    spec = SpecRegistry.load().get(template)
+    quotes = [
+        "Bank holidays: 9am to 5pm",
+        "Saturday and Sunday: 8am to 8pm",
+        "The gym is closed on Christmas Day.",
+        "Monday to Friday: 6am to 10pm",
+    ]
+    evidence = [_ev(f"e{i}", q, "Riverside Gym", 0.9 - i / 10) for i, q in enumerate(quotes)]
+    first = spec.evidence_sections[0].id
+    request = ComposeRequest(
+        spec=spec,
+        question="When is the gym open?",
+        section_evidence={first: [ev.id for ev in evidence]},
+        evidence=evidence,
+        attempt=1,
+        per_section=5,
+        semantic=model,
+        violations=[],
+    )
+    draft = await ExtractiveComposer().compose(request)
+    claims = [c for s in draft.sections for c in s.claims]
+    assert claims and all(len(c.evidence_ids) == 1 for c in claims), [(c.text, c.evidence_ids) for c in claims]
+    by_anchor = {c.evidence_ids[0]: c.text for c in claims}
+    assert all(by_anchor[ev.id] == ev.quote for ev in evidence if ev.id in by_anchor)

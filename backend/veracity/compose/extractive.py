@@ -9,6 +9,7 @@ same parser as a model's output.
 from __future__ import annotations
 
 import json
+import re
 
 from veracity.checks import anchored
 from veracity.compose.parse import parse_draft
@@ -125,16 +126,31 @@ def coverage_confidence(question: str, claims: list[Claim], evidence: list[Evide
     return round(lexical_share(set(index_stems(content_terms(question))), cited, ""), 3)
 
 
+_ENDS_SENTENCE = re.compile(r"[.!?…][\"'”’)\]]*$")
+
+
+def joined(claims: list[Claim]) -> str:
+    """A paragraph's anchored claims: after a sentence, a space; after a claim that ends no sentence (a note's
+    record "Day pass: £9", a heading-like line) a line break, which the parser reads as the claim's end — joined by
+    a space, the records of a price list came back as one claim carrying every anchor."""
+    out = ""
+    for i, c in enumerate(claims):
+        if i:
+            out += " " if _ENDS_SENTENCE.search(claims[i - 1].text.rstrip()) else "\n"
+        out += anchored(c.text, c.evidence_ids)
+    return out
+
+
 def render_sections(spec: Spec, picked: dict[str, list[Claim]], disclaimer: str | None) -> str:
     """Markdown: a heading per section, a line per paragraph (its anchored sentences), a blank line between."""
     lines: list[str] = []
     for section in spec.sections:
         lines += [f"## {section.title}", ""]
-        paragraphs_: dict[int, list[str]] = {}
+        paragraphs_: dict[int, list[Claim]] = {}
         for c in picked[section.id]:
-            paragraphs_.setdefault(c.paragraph, []).append(anchored(c.text, c.evidence_ids))
-        for sentences in paragraphs_.values():
-            lines += [" ".join(sentences), ""]
+            paragraphs_.setdefault(c.paragraph, []).append(c)
+        for claims in paragraphs_.values():
+            lines += [joined(claims), ""]
     if disclaimer:
         lines += ["## Disclaimer", "", disclaimer, ""]
     return "\n".join(lines)
@@ -150,7 +166,7 @@ class ExtractiveComposer:
         disclaimer, _language = disclaimer_for(spec, prose or request.question)
         if spec.composer.output == "json_contract":
             claims = picked[spec.evidence_sections[0].id]
-            answer = " ".join(anchored(c.text, c.evidence_ids) for c in claims)
+            answer = joined(claims)
             confidence = coverage_confidence(request.question, claims, request.evidence)
             raw = json.dumps(
                 {
