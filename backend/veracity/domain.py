@@ -63,14 +63,10 @@ class BranchStat(BaseModel):
     pages: int = 0
     evidences: int = 0
     error: str | None = None
-    closest: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="The best sentences below the relevance cut-off (title, doc_id, relevance): the closest passages.",
-    )
     closest_evidence: list[Evidence] = Field(
         default_factory=list,
-        description="The same sentences as evidence (quote, offsets, source, relevance), never handed to the "
-        "composer: what a run that keeps nothing shows, below the cut-off, as its closest passages.",
+        description="The best sentences below the relevance cut-off, as evidence (quote, offsets, source, "
+        "relevance), never handed to the composer: what a run that keeps nothing shows as its closest passages.",
     )
     page_errors: list[str] = Field(
         default_factory=list, description="Pages this branch could not open (URL: why); the branch went on."

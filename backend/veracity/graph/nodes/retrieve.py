@@ -244,7 +244,6 @@ def _select(
         if p >= cutoff
     ]
     below = [(p, c) for p, c in ranked[:CLOSEST] if p < cutoff]
-    stat.closest = [{"title": c.hit.title, "doc_id": c.hit.doc_id, "relevance": p} for p, c in below]
     stat.closest_evidence = [
         to_evidence(c, subtask_id=task["subtask"].id, corpus=task["corpus"], relevance=p, score=p) for p, c in below
     ]
