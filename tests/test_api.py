@@ -421,7 +421,7 @@ async def test_keep_leases_renews_this_processs_runs_and_another_process_sweeps_
 
 
 async def test_a_run_that_ends_while_its_renewal_waits_is_not_reported_lost_and_a_lost_one_is_stopped(
-    client_for, small_db_url, caplog: pytest.LogCaptureFixture
+    client_for, small_db_url, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The renewal found the run no longer active because this process had just written its ending (it waited for
     the write lock meanwhile): finished, not lost, so no "lease lost" and its task is left alone. A run whose
@@ -433,19 +433,23 @@ async def test_a_run_that_ends_while_its_renewal_waits_is_not_reported_lost_and_
     lease = 1.5
     client = await client_for(make_settings(small_db_url, run_lease_seconds=lease))
     service = client.app.state.service
-    ended, taken = "d" * 32, "e" * 32
+    ended, released, taken = "d" * 32, "f" * 32, "e" * 32
     tasks = {}
-    for run_id in (ended, taken):
+    for run_id in (ended, released, taken):
         await _unfinished_run(small_db_url, run_id, renewed_seconds_ago=0, owner=service.owner)
         tasks[run_id] = asyncio.create_task(asyncio.sleep(3600))
         service._tasks[run_id] = tasks[run_id]
         service.journal.hold(Fence(run_id=run_id, owner=service.owner, generation=1))
     engine = make_engine(small_db_url)
     async with make_sessionmaker(engine)() as session, session.begin():
-        await session.execute(update(ResearchRun).where(ResearchRun.id == ended).values(status="done"))
+        await session.execute(update(ResearchRun).where(ResearchRun.id.in_([ended, released])).values(status="done"))
         await session.execute(update(ResearchRun).where(ResearchRun.id == taken).values(owner="other:1:alive"))
     await engine.dispose()
     service.journal._ending.add(ended)  # its ending is being written here (Journal.store)
+    # The renewal took its list of claims before this one's ending was written and released.
+    stale = service.journal.fences()
+    service.journal.release(released)
+    monkeypatch.setattr(service.journal, "fences", lambda: stale)
     try:
         caplog.set_level(logging.WARNING, logger="veracity.runs.leases")
         for _ in range(40):  # a renewal every third of a lease
@@ -455,9 +459,10 @@ async def test_a_run_that_ends_while_its_renewal_waits_is_not_reported_lost_and_
         assert tasks[taken].cancelled(), "a run whose claim was lost kept executing here"
         said = caplog.text
         assert f"run {taken}: lease lost" in said
-        assert f"run {ended}: lease lost" not in said and not tasks[ended].done()
+        for finished in (ended, released):
+            assert f"run {finished}: lease lost" not in said and not tasks[finished].done()
     finally:
-        for run_id in (ended, taken):
+        for run_id in (ended, released, taken):
             service._tasks.pop(run_id, None)
             service.journal.release(run_id)
             tasks[run_id].cancel()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from veracity.compose.extractive import pick_claims
-from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Violation
+from veracity.domain import BranchStat, Claim, Evidence, SectionDraft, SourceRef, Violation
 from veracity.guards.relevance import check_relevance
 from veracity.guards.status import with_status
 from veracity.ports import ComposeRequest
@@ -433,7 +433,6 @@ def test_a_floor_with_nothing_relevant_shows_its_closest_passages_unlabelled():
 
 
 def test_closest_passages_of_every_branch_each_once_most_relevant_first():
-    from veracity.domain import BranchStat
     from veracity.graph.nodes.decide import closest_of
 
     a, b, c = _ev("a", "A.", "T", 0.2), _ev("b", "B.", "T", 0.25), _ev("c", "C.", "U", 0.1)
@@ -457,6 +456,8 @@ async def test_records_without_a_stop_are_each_their_own_claim(model, template):
         "Saturday and Sunday: 8am to 8pm",
         "The gym is closed on Christmas Day.",
         "Monday to Friday: 6am to 10pm",
+        "Opening times may change…",
+        "Open daily [see notes.]",
     ]
     evidence = [_ev(f"e{i}", q, "Riverside Gym", 0.9 - i / 10) for i, q in enumerate(quotes)]
     first = spec.evidence_sections[0].id
@@ -475,3 +476,45 @@ async def test_records_without_a_stop_are_each_their_own_claim(model, template):
     assert claims and all(len(c.evidence_ids) == 1 for c in claims), [(c.text, c.evidence_ids) for c in claims]
     by_anchor = {c.evidence_ids[0]: c.text for c in claims}
     assert all(by_anchor[ev.id] == ev.quote for ev in evidence if ev.id in by_anchor)
+
+
+def test_closest_passages_are_not_claims_in_exports_diffs_or_a_follow_ups_coverage():
+    """A closest-passages floor: its exports say each sentence's relevance (no label to show), a refresh that
+    changes which sentences came closest adds and removes no claim, and a quote the gate would refuse is left out
+    rather than losing them all."""
+    from veracity.graph.state import GraphOutput
+    from veracity.runs.diff import diff_reports
+    from veracity.runs.finish import finish_report
+    from veracity.runs.floor import floor_report
+    from veracity.runs.report import render_markdown
+
+    spec = SpecRegistry.load().get("answer")
+    reason = "Nothing in corpus gym answers this question; closest passages: Riverside Gym"
+    a = [_ev("a", "Student monthly: £21 per month", "Riverside Gym", 0.22)]
+    b = [_ev("b", "Adult monthly: £35 per month", "Riverside Gym", 0.09)]
+    one, two = (
+        floor_report(run_id="r", spec=spec, question="q", corpus="gym", evidence=[], reason=reason, closest=near)
+        for near in (a, b)
+    )
+    assert "- Student monthly: £21 per month [1] *(relevance 0.22)*" in render_markdown(one)
+    changed = diff_reports(one, two, (1, 2)).as_dict()
+    assert changed["claims_added"] == [] and changed["claims_removed"] == [] and changed["sources_added"] == []
+
+    placeholder = _ev("t", "Yoga classes: TBD", "Riverside Gym", 0.3)
+    stat = BranchStat(subtask_id="s1", status="done", closest_evidence=[placeholder, *a])
+    output = GraphOutput(
+        run_id="r", question="q", corpus="gym", branch_stats=[stat], decision="fail_safe", decision_reason=reason
+    )
+    report = finish_report("r", spec, "q", "gym", output)
+    (digest,) = [s for s in report.sections if s.id == "evidence_digest"]
+    assert [c.text for c in digest.claims] == ["Student monthly: £21 per month"]
+
+
+def test_the_reason_names_the_sources_of_the_sentences_the_floor_shows():
+    from veracity.graph.nodes.decide import nothing_relevant
+
+    stat = BranchStat(subtask_id="s1", status="done", closest_evidence=[_ev("c", "C.", "Below", 0.1)])
+    assert nothing_relevant({"corpus": "x", "branch_stats": [stat]}).endswith("closest passages: Below")
+    # Evidence passed the cut-off and the checks cut every claim: the floor shows that evidence, and says so.
+    kept = {"corpus": "x", "branch_stats": [stat], "evidence": [_ev("e", "E.", "Kept", 0.6)]}
+    assert nothing_relevant(kept).endswith("closest passages: Kept")

@@ -62,6 +62,26 @@ async def test_follow_up_links_both_pages_and_its_planner_reads_the_parent(clien
     assert unknown.status_code == 404
 
 
+async def test_a_follow_up_of_a_run_that_answered_nothing_is_not_told_it_covered_its_closest_passages(
+    client_for, small_db_url
+) -> None:
+    """The parent fell back with nothing relevant and shows its closest passages: they are quotes, not sections
+    it answered, so the follow-up's planner is told of no section."""
+    client = await client_for(make_settings(small_db_url))
+    nonsense = {"question": "Zorblax quuxification of the vemtrian flibber", "template": "answer", "corpus": "small"}
+    parent = await started(client, await client.post("/runs", data=form(**nonsense)))
+    report = (await client.get(f"/v1/research/{parent}")).json()["report"]
+    assert report["outcome"] == "fallback"
+    (digest,) = [s for s in report["sections"] if s["id"] == "evidence_digest"]
+    assert digest["title"] == "Closest passages" and digest["claims"], digest
+    child = await started(
+        client, await client.post(f"/runs/{parent}/follow-up", data=form(question="What about prices?"))
+    )
+    events = (await client.get(f"/v1/research/{child}/audit")).json()
+    told = next(e["payload"] for e in events["entries"] if e["stage"] == "plan" and "follows" in e["payload"])
+    assert told["follows"] == parent and not told["parent_sections"], told
+
+
 async def test_follow_up_may_reuse_the_parents_quotes(client_for, small_db_url) -> None:
     client = await client_for(make_settings(small_db_url))
     parent = await started(client, await client.post("/runs", data=form(**COFFEE)))

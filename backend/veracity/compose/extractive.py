@@ -9,7 +9,6 @@ same parser as a model's output.
 from __future__ import annotations
 
 import json
-import re
 
 from veracity.checks import anchored
 from veracity.compose.parse import parse_draft
@@ -126,19 +125,12 @@ def coverage_confidence(question: str, claims: list[Claim], evidence: list[Evide
     return round(lexical_share(set(index_stems(content_terms(question))), cited, ""), 3)
 
 
-_ENDS_SENTENCE = re.compile(r"[.!?…][\"'”’)\]]*$")
-
-
 def joined(claims: list[Claim]) -> str:
-    """A paragraph's anchored claims: after a sentence, a space; after a claim that ends no sentence (a note's
-    record "Day pass: £9", a heading-like line) a line break, which the parser reads as the claim's end — joined by
-    a space, the records of a price list came back as one claim carrying every anchor."""
-    out = ""
-    for i, c in enumerate(claims):
-        if i:
-            out += " " if _ENDS_SENTENCE.search(claims[i - 1].text.rstrip()) else "\n"
-        out += anchored(c.text, c.evidence_ids)
-    return out
+    """A paragraph's anchored claims, one a line: the parser reads each line on its own and keeps the paragraph
+    (a blank line starts the next), so every claim comes back as itself with its own anchor. Joined by spaces, a
+    note's records that end no sentence ("Bank holidays: 9am to 5pm", "Day pass: £9") came back as one claim
+    carrying every anchor."""
+    return "\n".join(anchored(c.text, c.evidence_ids) for c in claims)
 
 
 def render_sections(spec: Spec, picked: dict[str, list[Claim]], disclaimer: str | None) -> str:

@@ -55,6 +55,14 @@ def exhausted_reason(attempt: int, problems: list[Violation]) -> str:
     return f"drafting attempts exhausted ({attempt}); the pre-persistence gate rejected the last draft: {checks}"
 
 
+def text_problems(text: str, spec: Spec) -> list[tuple[str, str]]:
+    """What in one text stops a report holding it from being stored: (check, detail) per placeholder or forbidden
+    pattern found (a floor leaves out a closest passage the gate would refuse, rather than lose them all)."""
+    found = [("placeholder", f"placeholder text matches {p.pattern!r}") for p in PLACEHOLDERS if p.search(text)]
+    forbidden = spec.composer.forbidden_patterns + spec.policy.forbidden_patterns
+    return found + [("forbidden_pattern", f"forbidden pattern {f!r} present") for f in forbidden if re.search(f, text)]
+
+
 def check(report: Report, spec: Spec) -> list[Violation]:
     """What stops this report from being stored (empty when it may be written). Each problem names the claim
     it found, so a redraft can drop exactly that sentence."""
@@ -63,18 +71,8 @@ def check(report: Report, spec: Spec) -> list[Violation]:
     texts += [(None, note) for note in report.notes]
     if report.disclaimer:
         texts.append((None, report.disclaimer))
-    forbidden = spec.composer.forbidden_patterns + spec.policy.forbidden_patterns
     for section_id, text in texts:
-        for pattern in PLACEHOLDERS:
-            if pattern.search(text):
-                problems.append(
-                    _problem("placeholder", f"placeholder text matches {pattern.pattern!r}", section_id, text)
-                )
-        for forbidden_pattern in forbidden:
-            if re.search(forbidden_pattern, text):
-                problems.append(
-                    _problem("forbidden_pattern", f"forbidden pattern {forbidden_pattern!r} present", section_id, text)
-                )
+        problems += [_problem(kind, detail, section_id, text) for kind, detail in text_problems(text, spec)]
     if report.outcome == "shipped":
         # Directives bound the written prose, not the evidence appendix.
         length = sum(len(c.text) for s in report.sections for c in s.claims)

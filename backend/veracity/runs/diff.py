@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from veracity.domain import Report
+from veracity.domain import Report, ReportSection
 
 _SPACE = re.compile(r"\s+")
 
@@ -74,9 +74,15 @@ def _key(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
 
+def _answered(report: Report) -> list[ReportSection]:
+    """The sections whose claims count: all but a fallback's closest passages (an ``evidence_digest`` that is
+    ``not_found``: sentences below the relevance cut-off, shown, never claimed)."""
+    return [s for s in report.sections if not (s.id == "evidence_digest" and s.status == "not_found")]
+
+
 def _claims(report: Report) -> dict[str, ClaimChange]:
     out: dict[str, ClaimChange] = {}
-    for section in report.sections:
+    for section in _answered(report):
         for claim in section.claims:
             out.setdefault(_key(claim.text), ClaimChange(section.title, claim.text, claim.label))
     return out
@@ -84,7 +90,7 @@ def _claims(report: Report) -> dict[str, ClaimChange]:
 
 def _sources(report: Report) -> dict[str, SourceChange]:
     """The sources the report's claims cite, by link (or document)."""
-    cited = {eid for section in report.sections for claim in section.claims for eid in claim.evidence_ids}
+    cited = {eid for section in _answered(report) for claim in section.claims for eid in claim.evidence_ids}
     out: dict[str, SourceChange] = {}
     for ev in report.evidence:
         if ev.id in cited:

@@ -22,6 +22,7 @@ from docx.text.paragraph import Paragraph
 from veracity import __version__
 from veracity.domain import Report
 from veracity.runs.report import (
+    claim_tag,
     export_facts,
     export_notes,
     markers,
@@ -110,8 +111,8 @@ def render_docx(report: Report, *, version: int, created: datetime, permalink: s
                     line.add_run(text).font.highlight_color = WD_COLOR_INDEX.YELLOW
                 else:
                     _link(line, text, bookmark=bookmark_name(n))
-            if claim.label:
-                line.add_run(f" ({claim.label})").italic = True
+            if tag := claim_tag(claim):
+                line.add_run(f" ({tag})").italic = True
     if report.disclaimer:
         doc.add_paragraph().add_run(one_line(report.disclaimer)).italic = True
     entries = numbered_references(report)

@@ -18,6 +18,7 @@ from veracity import __version__
 from veracity.domain import Report
 from veracity.runs.pdf_text import fonts, link, markup
 from veracity.runs.report import (
+    claim_tag,
     export_facts,
     export_notes,
     markers,
@@ -65,7 +66,7 @@ def render_pdf(report: Report, *, version: int, created: datetime, permalink: st
             refs = "".join(
                 link(f"#ref-{n}", text) if n else markup(text) for text, n in markers(claim.evidence_ids, numbers)
             )
-            label = f" <i>({markup(claim.label)})</i>" if claim.label else ""
+            label = f" <i>({markup(tag)})</i>" if (tag := claim_tag(claim)) else ""
             story.append(Paragraph(f"{markup(claim.text)} {refs}{label}", style["claim"], bulletText="•"))
     if report.disclaimer:
         story += [Spacer(1, 6), Paragraph(f"<i>{markup(report.disclaimer)}</i>", style["body"])]

@@ -150,7 +150,9 @@ def finish_report(
         outcome="handoff" if decision == "handoff" and not bare_floor else "fallback",
         needs_human_reason=output.needs_human_reason,
         language=output.language,
-        closest=[] if bare_floor else closest_of(output.branch_stats),
+        closest=[]
+        if bare_floor
+        else [ev for ev in closest_of(output.branch_stats) if not gate.text_problems(ev.quote, spec)],
     )
 
 

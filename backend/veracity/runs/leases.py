@@ -103,7 +103,7 @@ class Leases:
                     # fence already; stop spending anything on it.
                     logger.warning("run %s: lease lost, this process stops executing it", run_id)
                     task = self._tasks.get(run_id)
-                    if task is not None and not self.journal.ending(run_id):  # its ending is being written
+                    if task is not None:
                         task.cancel()
                 if not until_idle and beats % 3 == 0:
                     swept = await self.recover_interrupted()

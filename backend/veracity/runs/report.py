@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from veracity.domain import Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
+from veracity.domain import Claim, Draft, Evidence, Report, ReportEvidence, ReportSection, SectionDraft
 from veracity.fetch.canonical import link_url
 from veracity.specs.models import Spec
 from veracity.text import ANALYZER
@@ -229,6 +229,13 @@ def _safe_url(url: str) -> str:
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C").replace(">", "%3E")
 
 
+def claim_tag(claim: Claim) -> str | None:
+    """What follows a claim in an export: its label, or, for a closest passage no check judged, its relevance."""
+    if claim.label:
+        return claim.label
+    return f"relevance {claim.relevance:.2f}" if claim.relevance is not None else None
+
+
 def render_markdown(
     report: Report, *, version: int | None = None, created: datetime | None = None, permalink: str | None = None
 ) -> str:
@@ -251,7 +258,7 @@ def render_markdown(
         if section.note:
             lines += ["", f"_{_md_inline(section.note)}_"]
         for claim in section.claims:
-            label = f" *({claim.label})*" if claim.label else ""
+            label = f" *({tag})*" if (tag := claim_tag(claim)) else ""
             shown = "".join(text for text, _ in markers(claim.evidence_ids, numbers))
             lines += ["", f"- {_md_inline(claim.text)} {shown}{label}"]
     if report.disclaimer:

@@ -50,7 +50,8 @@ async def load_thread(*, session: AsyncSession, run_id: str) -> Thread | None:
     if artifact is None:
         return Thread(parent_id=parent.id, question=parent.question)
     report = Report.model_validate(artifact.report)
-    sections = tuple(s.title for s in report.sections if s.claims)
+    # What the report answered: not its evidence digest or closest passages (quotes, not an answer).
+    sections = tuple(s.title for s in report.sections if s.claims and s.id != "evidence_digest")
     passages = passages_of(report)
     if parent.corpus != WEB_SOURCE:  # a document deleted since is not read again (deleting it promised as much)
         kept = await corpus_repo.existing_doc_ids(

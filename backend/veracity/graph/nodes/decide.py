@@ -95,8 +95,10 @@ def no_evidence_reason(state: RunState) -> str:
 
 def nothing_relevant(state: RunState) -> str:
     """The honest reason when no claim is left: nothing in the corpus answers the question, and what came
-    closest (the titles of the best sentences below the relevance cut-off, those the floor shows)."""
-    shown = closest_of(state.get("branch_stats", []))[:CLOSEST_SHOWN]
+    closest (the titles of the sentences the floor shows: its evidence digest when evidence passed the cut-off
+    and the checks then cut every claim, else the best sentences below the cut-off)."""
+    evidence = state.get("evidence") or []
+    shown = evidence[:CLOSEST_SHOWN] or closest_of(state.get("branch_stats", []))[:CLOSEST_SHOWN]
     titles = list(dict.fromkeys(ev.source.title or ev.source.doc_id or "" for ev in shown))[:3]
     where = f"corpus {state.get('corpus', '?')}"
     if titles:

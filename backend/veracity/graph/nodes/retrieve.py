@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from sqlalchemy.exc import SQLAlchemyError
 
 from veracity.db.failures import public_error
-from veracity.domain import BranchStat, Evidence, Subtask
+from veracity.domain import CLOSEST_SHOWN, BranchStat, Evidence, Subtask
 from veracity.errors import LeaseLost, ModelError, RunCancelled, VeracityError
 from veracity.events import BranchStatus, OpenedSource, RetrieveMapProgress
 from veracity.graph.context import Context
@@ -40,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 MAX_AUDIT_CHARS = 300
 """Longest text of a sentence addressed to the model kept in the audit trail."""
-CLOSEST = 3
-"""Sentences below the relevance cut-off a branch keeps as its closest passages (the best first)."""
 ANAPHOR = re.compile(r"^\W*(?:he|she|it|they|his|her|its|their|him|them)\b", re.I)
 """A sentence opening with a pronoun names its subject in the sentence before ("She founded the shipbuilder in
 1902." after "Ines Marrow was an engineer from Caldera.")."""
@@ -243,7 +241,7 @@ def _select(
         for p, c in ranked
         if p >= cutoff
     ]
-    below = [(p, c) for p, c in ranked[:CLOSEST] if p < cutoff]
+    below = [(p, c) for p, c in ranked if p < cutoff][:CLOSEST_SHOWN]  # as many as the floor may show
     stat.closest_evidence = [
         to_evidence(c, subtask_id=task["subtask"].id, corpus=task["corpus"], relevance=p, score=p) for p, c in below
     ]

@@ -49,7 +49,8 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
         RetrieveComplete(
             evidences=len(merged),
             pages=runtime.context.coordinator.opened,
-            branches=stats,
+            # The counters; the closest passages are the floor's (as evidence, up to 5 a branch), not the stream's.
+            branches=[s.model_copy(update={"closest_evidence": []}) for s in stats],
             failed_branches=[s.subtask_id for s in stats if s.status == "failed"],
             sources=sources,
         )
