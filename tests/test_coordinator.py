@@ -66,8 +66,9 @@ async def test_the_page_budget_is_global_across_branches() -> None:
 
     assert sum(await asyncio.gather(*(branch(b) for b in range(8)))) == 5
     assert coordinator.opened == 5 and sum(loader.calls.values()) == 5
-    # Once the budget is spent, even a local passage cannot be claimed.
-    assert await coordinator.claim("local:1") is None
+    # Once the budget is spent, a new local passage cannot be read; one already opened still can (shared).
+    assert await coordinator.read("local:1") is None
+    assert await coordinator.read("0-0") == (1, False)
 
 
 async def test_io_in_flight_never_exceeds_the_semaphore() -> None:
@@ -78,11 +79,14 @@ async def test_io_in_flight_never_exceeds_the_semaphore() -> None:
     assert len(loader.calls) == 12
 
 
-async def test_claim_gives_an_opening_order_once_per_key() -> None:
+async def test_a_local_passage_has_one_opening_order_and_every_branch_reads_it() -> None:
+    """Whichever branch is scheduled first opens it; the others read it too, shared: what a branch reads does
+    not depend on the order the branches ran in."""
     coordinator = RetrievalCoordinator(max_pages=3)
-    assert await coordinator.claim("x") == 1
-    assert await coordinator.claim("x") is None
-    assert await coordinator.claim("y") == 2
+    assert await coordinator.read("x") == (1, True)
+    assert await coordinator.read("x") == (1, False)
+    assert await coordinator.read("y") == (2, True)
+    assert coordinator.opened == 2
 
 
 async def test_a_loader_that_raises_reaches_every_waiting_branch_and_is_not_retried() -> None:

@@ -52,14 +52,17 @@ class RetrievalCoordinator:
     def __post_init__(self) -> None:
         self._io = asyncio.Semaphore(self.io_concurrency)
 
-    async def claim(self, key: str) -> int | None:
-        """The page's opening order (1, 2, …) if this branch may open ``key`` — not opened by any branch yet and
-        budget left — else None."""
+    async def read(self, key: str) -> tuple[int, bool] | None:
+        """A local passage for this branch: its opening order and whether this branch opened it first, or None
+        when it is new and the page budget is spent. A passage another branch opened is read here too (shared,
+        as a web page is), so what a branch reads never depends on which branch got there first."""
         async with self._lock:
-            if key in self._opened or len(self._opened) >= self.max_pages:
+            if key in self._opened:
+                return self._order[key], False
+            if len(self._opened) >= self.max_pages:
                 return None
             self._reserve(key).set_result(None)
-            return self._order[key]
+            return self._order[key], True
 
     def _reserve(self, key: str) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

@@ -71,6 +71,8 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     if opened is None:
         return None
     page, order, first = opened
+    if any(s.order == order for s in sources):  # this branch read it already (another query found it again)
+        return None
     sources.append(
         OpenedSource(
             order=order, kind="web", doc_id=hit.doc_id, shared=not first, rank=hit.rank_terms, **page.summary()
@@ -98,8 +100,11 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
 async def _open_local(
     ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[OpenedSource], cache: str = "none"
 ) -> bool:
-    order = await ctx.coordinator.claim(hit.key)
-    if order is None:
+    opened = await ctx.coordinator.read(hit.key)
+    if opened is None:
+        return False
+    order, first = opened
+    if any(s.order == order for s in sources):  # this branch read it already (another query found it again)
         return False
     stat.pages += 1
     stat.pages_read += 1
@@ -108,6 +113,7 @@ async def _open_local(
             order=order,
             kind="local",
             doc_id=hit.doc_id,
+            shared=not first,
             title=hit.title,
             url=hit.url,
             status="ok",
@@ -141,7 +147,8 @@ async def _read_hits(
         hits = hits[: ctx.pages_per_query]
     per_hit: list[list[SentenceCandidate]] = []
     # Where the search ranked a passage among those with text: a page that could not be opened (failed,
-    # refused, over the page budget) holds nothing and pushes nobody down; a passage another branch read does.
+    # refused, over the page budget) holds nothing and pushes nobody down. A passage another branch opened is read
+    # here too (shared), so a branch's sentences do not depend on which branch was scheduled first.
     rank = 0
     for hit in hits:
         fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -178,7 +185,7 @@ async def _search_and_read(
     for query in subtask.queries:
         per_hit += await _read_hits(ctx, query, ctx.limits.search_k, task, stat, sources, addressed)
     for rank, hit in enumerate(ctx.thread.passages if ctx.thread is not None else ()):
-        # A follow-up may reuse what its parent quoted: each passage read once per run, by the first branch here,
+        # A follow-up may reuse what its parent quoted: each branch reads them (shared after the first opened them),
         # ranked in the order the parent's report quoted them.
         if await _open_local(ctx, hit, stat, sources, cache="parent run"):
             per_hit.append(read_passage(hit, datetime.now(UTC).isoformat(timespec="seconds"), rank)[0])
