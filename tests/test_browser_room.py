@@ -840,7 +840,14 @@ async def test_outcome_screenshot(
     page = await new_page(browser, viewport={"width": 1280, "height": 900})
     await page.goto(f"{fast_server.base_url}/runs/{run_id}")
     assert await page.get_attribute("#report article", "data-outcome") == outcome
-    assert await page.locator("#report li.claim").count() == 0
+    # Nothing is claimed: an escalation shows no sentence; a fallback with nothing relevant shows only its closest
+    # passages, unlabelled, in the digest card that says so.
+    assert await page.locator("#report .section-card:not([data-section=evidence_digest]) li.claim").count() == 0
+    closest = page.locator("#report .section-card[data-section=evidence_digest] li.claim")
+    if outcome == "fallback":
+        assert 0 < await closest.count() <= 5 and await closest.locator(".label").count() == 0
+    else:
+        assert await closest.count() == 0
     assert await page.locator("#export-md").is_visible()
     await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     print(f"{name}: {outcome} in {time.monotonic() - started:.1f} s")
