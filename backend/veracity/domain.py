@@ -151,6 +151,11 @@ class Draft(BaseModel):
     )
 
 
+DIGEST_ID = "evidence_digest"
+"""The floor's own section: the evidence digest, or, when nothing reached the relevance cut-off, the closest
+passages."""
+
+
 class ReportSection(BaseModel):
     id: str
     title: str
@@ -159,6 +164,12 @@ class ReportSection(BaseModel):
     claims: list[Claim]
     note: str | None = None
     filler_cut: int = Field(default=0, description="Sentences cut because no evidence supports them.")
+
+    @property
+    def closest_passages(self) -> bool:
+        """A fallback's closest passages: sentences below the relevance cut-off, shown, never claimed (the digest
+        that is ``not_found`` yet holds sentences)."""
+        return self.id == DIGEST_ID and self.status == "not_found" and bool(self.claims)
 
 
 class ReportEvidence(BaseModel):

@@ -206,15 +206,11 @@ def score_report(report: Report | None, question: Question) -> tuple[int, int, b
 
 
 def closest_answer(report: Report | None, question: Question) -> bool:
-    """A fallback with nothing relevant shows its closest passages (an ``evidence_digest`` that is ``not_found``
-    but holds sentences): is a gold answer in one of them?"""
+    """A fallback with nothing relevant shows its closest passages: is a gold answer in one of them?"""
     if report is None or report.outcome != "fallback":
         return False
     return any(
-        contains_answer(c.text, question.answers)
-        for s in report.sections
-        if s.id == "evidence_digest" and s.status == "not_found"
-        for c in s.claims
+        contains_answer(c.text, question.answers) for s in report.sections if s.closest_passages for c in s.claims
     )
 
 

@@ -75,9 +75,8 @@ def _key(text: str) -> str:
 
 
 def _answered(report: Report) -> list[ReportSection]:
-    """The sections whose claims count: all but a fallback's closest passages (an ``evidence_digest`` that is
-    ``not_found``: sentences below the relevance cut-off, shown, never claimed)."""
-    return [s for s in report.sections if not (s.id == "evidence_digest" and s.status == "not_found")]
+    """The sections whose claims count: all but a fallback's closest passages."""
+    return [s for s in report.sections if not s.closest_passages]
 
 
 def _claims(report: Report) -> dict[str, ClaimChange]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from veracity import messages
-from veracity.domain import CLOSEST_SHOWN, Claim, Evidence, Report, ReportSection
+from veracity.domain import CLOSEST_SHOWN, DIGEST_ID, Claim, Evidence, Report, ReportSection
 from veracity.runs.report import report_evidence
 from veracity.specs.models import Policy, Spec
 from veracity.specs.policy import escalation_answer
@@ -143,28 +143,18 @@ def floor_report(
         )
         for s in spec.sections
     ]
-    if near:
-        sections.append(
-            ReportSection(
-                id="evidence_digest",
-                title=text["closest_title"],
-                required=False,
-                status="not_found",
-                claims=[Claim(text=ev.quote, evidence_ids=[ev.id], relevance=ev.relevance) for ev in near],
-                note=text["closest_note"],
-            )
+    shown = "closest" if near else "digest"  # below the cut-off and unlabelled, or verbatim and supported
+    sections.append(
+        ReportSection(
+            id=DIGEST_ID,
+            title=text[f"{shown}_title"],
+            required=False,
+            status="supported" if digest else "not_found",
+            claims=[Claim(text=ev.quote, evidence_ids=[ev.id], relevance=ev.relevance) for ev in near]
+            or [Claim(text=ev.quote, evidence_ids=[ev.id], label="supported") for ev in digest],
+            note=text[f"{shown}_note"],
         )
-    else:
-        sections.append(
-            ReportSection(
-                id="evidence_digest",
-                title=text["digest_title"],
-                required=False,
-                status="supported" if digest else "not_found",
-                claims=[Claim(text=ev.quote, evidence_ids=[ev.id], label="supported") for ev in digest],
-                note=text["digest_note"],
-            )
-        )
+    )
     floor_note = text["floor_note"] if spec.policy.floor_note == DEFAULT_FLOOR_NOTE else spec.policy.floor_note
     kind = fallback_kind(reason)
     if kind == "nothing_relevant":  # said plainly: the corpus does not hold an answer

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db import corpus_repo, runs_repo
 from veracity.db.models import ResearchRun
-from veracity.domain import WEB_SOURCE, Report
+from veracity.domain import DIGEST_ID, WEB_SOURCE, Report
 from veracity.ports import SearchHit, Thread
 
 MAX_PASSAGES = 24
@@ -51,7 +51,7 @@ async def load_thread(*, session: AsyncSession, run_id: str) -> Thread | None:
         return Thread(parent_id=parent.id, question=parent.question)
     report = Report.model_validate(artifact.report)
     # What the report answered: not its evidence digest or closest passages (quotes, not an answer).
-    sections = tuple(s.title for s in report.sections if s.claims and s.id != "evidence_digest")
+    sections = tuple(s.title for s in report.sections if s.claims and s.id != DIGEST_ID)
     passages = passages_of(report)
     if parent.corpus != WEB_SOURCE:  # a document deleted since is not read again (deleting it promised as much)
         kept = await corpus_repo.existing_doc_ids(

@@ -9,7 +9,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from veracity import messages
-from veracity.domain import Report
+from veracity.domain import Report, ReportSection
 from veracity.runs.floor import FallbackKind, fallback_kind
 from veracity.runs.report import reference_numbers
 
@@ -90,9 +90,8 @@ def found_statement(report: dict[str, Any]) -> str:
     if not evidence:
         return messages.FALLBACK_FOUND_NOTHING
     sources = {ev.get("doc_id") or ev.get("url") or ev.get("title") for ev in evidence}
-    digest = next((s for s in report.get("sections") or [] if s.get("id") == "evidence_digest"), None)
-    # A digest of the closest passages (nothing reached the cut-off) is not found, though it holds sentences.
-    said = messages.FALLBACK_CLOSEST if digest and digest.get("status") == "not_found" else messages.FALLBACK_FOUND
+    closest = any(ReportSection.model_validate(s).closest_passages for s in report.get("sections") or [])
+    said = messages.FALLBACK_CLOSEST if closest else messages.FALLBACK_FOUND
     return said.format(sentences=counted(len(evidence), "sentence"), sources=counted(len(sources), "source"))
 
 

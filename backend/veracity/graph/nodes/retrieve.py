@@ -71,7 +71,7 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     if opened is None:
         return None
     page, order, first = opened
-    if any(s.order == order for s in sources):  # this branch read it already (another query found it again)
+    if _read_here(sources, order):
         return None
     sources.append(
         OpenedSource(
@@ -97,6 +97,11 @@ async def _open_web(ctx: Context, hit: SearchHit, stat: BranchStat, sources: lis
     )
 
 
+def _read_here(sources: list[OpenedSource], order: int) -> bool:
+    """This branch read the page or passage already (another of its queries found it again)."""
+    return any(s.order == order for s in sources)
+
+
 async def _open_local(
     ctx: Context, hit: SearchHit, stat: BranchStat, sources: list[OpenedSource], cache: str = "none"
 ) -> bool:
@@ -104,7 +109,7 @@ async def _open_local(
     if opened is None:
         return False
     order, first = opened
-    if any(s.order == order for s in sources):  # this branch read it already (another query found it again)
+    if _read_here(sources, order):
         return False
     stat.pages += 1
     stat.pages_read += 1
