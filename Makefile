@@ -86,7 +86,8 @@ eval-retrieval: $(TEST_STAMP) ## SciFact nDCG@10/R@100 and HotpotQA recall@10, B
 	$(BIN)/python -m veracity.evals.retrieval $(EVAL_DATA)
 
 fit-relevance: install ## Refit the relevance model on HotpotQA's fit split + training/relevance (EVAL_DATA=path)
-	$(BIN)/python -m veracity.evals.relevance_fit $(EVAL_DATA) --wiki-labels training/relevance/wiki_questions.jsonl
+	$(BIN)/python -m veracity.evals.relevance_fit $(EVAL_DATA) --wiki-labels training/relevance/wiki_questions.jsonl \
+		--notes training/relevance/notes --notes-questions training/relevance/notes_questions.jsonl
 
 .PHONY: fit-screen
 fit-screen: install ## Refit the learned screen on training/screen (5-fold CV figures into guards/data/screen.json)

@@ -339,3 +339,63 @@ def test_composer_deduplicates_sentences_across_sections() -> None:
         )
     )
     assert len(picked["key_findings"]) == 1 and picked["market_landscape"] == []
+
+
+async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld(monkeypatch) -> None:
+    """Sentences cleared the relevance cut-off, but the question-level judgement says the pool does not answer the
+    question: no evidence goes on, the run says nothing answers it and why, the event and the audit carry the
+    judgement, and the withheld sentences are what the floor shows as the closest passages."""
+    from veracity.graph.nodes.decide import closest_of
+    from veracity.semantic.relevance import Answered, RelevanceScorer
+
+    judged: list[tuple[str, int]] = []
+
+    def answered(self, question, pool, cutoff):  # the judgement is the seam here; tests/test_relevance.py judges
+        judged.append((question, len(pool)))
+        return Answered(0.12, 0.5)
+
+    monkeypatch.setattr(RelevanceScorer, "answered", answered)
+    audits: list[tuple[str, dict[str, Any]]] = []
+
+    async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
+        audits.append((stage, payload))
+
+    recorder = Recorder()
+    context = graph_context("market_brief", recorder)
+    context.audit = audit
+    inputs = {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}
+    state = await final_state(build_graph(), inputs, context)
+
+    assert judged and judged[0][0] == "coffee market" and judged[0][1] > 0
+    (merge,) = [p for name, p in recorder.events if name == "retrieve_merge_complete"]
+    assert merge["answered"] == 0.12 and merge["answered_cutoff"] == 0.5
+    assert merge["withheld"] == merge["evidences_after"] > 0
+    assert state["evidence"] == [] and len(state["withheld"]) == merge["withheld"]
+    (entry,) = [p for stage, p in audits if stage == "answered"]
+    assert entry["passed"] is False and entry["probability"] == 0.12 and entry["withheld"] == merge["withheld"]
+    assert state["decision"] == "fail_safe"
+    reason = state["decision_reason"]
+    assert reason.startswith("Nothing in corpus c answers this question; closest passages: ")
+    assert f"({merge['withheld']} sentence(s) cleared the relevance cut-off, but together" in reason
+    assert all(not s.claims for s in state["draft"])
+    # The floor's closest passages: the withheld sentences first (they scored best), then the branches' own.
+    shown = closest_of(state["branch_stats"], state["withheld"])
+    assert {ev.id for ev in state["withheld"]} <= {ev.id for ev in shown}
+    assert [ev.relevance or 0.0 for ev in shown] == sorted((ev.relevance or 0.0 for ev in shown), reverse=True)
+    output = GraphOutput.model_validate({k: v for k, v in state.items() if k in GraphOutput.model_fields})
+    assert [ev.id for ev in output.withheld] == [ev.id for ev in state["withheld"]]
+
+
+async def test_evidence_that_answers_the_question_goes_on() -> None:
+    audits: list[tuple[str, dict[str, Any]]] = []
+
+    async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
+        audits.append((stage, payload))
+
+    recorder = Recorder()
+    context = graph_context("market_brief", recorder)
+    context.audit = audit
+    state = await final_state(build_graph(), {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}, context)
+    (entry,) = [p for stage, p in audits if stage == "answered"]
+    assert entry["mode"] == "lexical" and entry["passed"] is True and entry["probability"] >= entry["cutoff"]
+    assert state["evidence"] and state["withheld"] == [] and state["decision"] == "ship"

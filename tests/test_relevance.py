@@ -3,6 +3,7 @@ summary, through the real semantic model (the int8 MiniLM shipped in a wheel).""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from veracity.compose.extractive import pick_claims
@@ -408,7 +409,7 @@ def test_a_floor_with_nothing_relevant_shows_its_closest_passages_unlabelled():
     assert all(c.label is None and c.relevance == ev.relevance for c, ev in zip(digest.claims, near, strict=False))
     assert [e.id for e in report.evidence] == [ev.id for ev in near[:CLOSEST_SHOWN]]  # every anchor resolves
     said = found_statement(report.model_dump())
-    assert said.startswith("Nothing answered it; the closest: 5 sentences from 1 source below the relevance cut-off")
+    assert said.startswith("Nothing answered it; the closest: 5 sentences from 1 source, quoted below")
 
     # Any other floor keeps its own digest: closest passages are shown only when nothing relevant was found.
     checks = "drafting attempts exhausted (2) with failed checks: unsupported_claim"
@@ -518,3 +519,71 @@ def test_the_reason_names_the_sources_of_the_sentences_the_floor_shows():
     # Evidence passed the cut-off and the checks cut every claim: the floor shows that evidence, and says so.
     kept = {"corpus": "x", "branch_stats": [stat], "evidence": [_ev("e", "E.", "Kept", 0.6)]}
     assert nothing_relevant(kept).endswith("closest passages: Kept")
+
+
+def test_shipped_fit_has_a_question_level_judgement_with_its_figures():
+    from veracity.semantic.relevance import ANSWERED_FEATURES
+
+    fit = fitted()
+    assert "answered" in fit["selection"]
+    for mode in ("semantic", "lexical"):
+        answered = fit[mode]["answered"]
+        assert tuple(answered["features"]) == ANSWERED_FEATURES and len(answered["weights"]) == len(ANSWERED_FEATURES)
+        assert 0 < answered["threshold"] < 1
+        by_source = answered["cv"]["by_source"]
+        assert set(by_source) == {"hotpotqa", "notes"}  # HotpotQA's fit split and the written notes
+        assert by_source["hotpotqa"]["answered"] == by_source["hotpotqa"]["unanswered"] > 0  # as searched, gold out
+        assert all(0 <= s["passed"] <= 1 and 0 <= s["declined"] <= 1 for s in by_source.values())
+    # The written notes are named as a source of the question-level model only.
+    assert any("question-level model only" in s["name"] for s in fit["sources"])
+
+
+def test_question_names_and_what_the_best_sentences_state_of_the_question():
+    from veracity.semantic.relevance import answered_features, question_names
+
+    assert question_names("What is the capital of Australia?") == {"australia"}
+    # As the index stems them: "Tell" is one of its small words.
+    assert question_names("Who portrayed Corliss Archer in the film Kiss and Tell?") == {"corliss", "archer", "kiss"}
+    assert question_names("how much is student membership?") == set()
+    question = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+    pool = [
+        (0.40, "Meet Corliss Archer is an American television sitcom that aired on CBS.", "Meet Corliss Archer"),
+        (
+            0.70,
+            "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer.",
+            "Kiss and Tell",
+        ),
+        (0.10, "The film was a success.", "Kiss and Tell"),
+    ]
+    best, second, third, kept, names_best, names_top, words_best, words_top = answered_features(question, pool, 0.32)
+    assert (best, second, third) == (0.70, 0.40, 0.10)  # ranked, whatever the pool's order
+    assert kept == pytest.approx(np.log1p(2))
+    assert names_best == 1.0 and names_top == 1.0  # Corliss, Archer, Kiss all stated
+    assert 0 < words_best < 1 and words_best <= words_top
+    (b, s2, t3, k, *_) = answered_features(question, pool[:1], 0.32)
+    assert (b, s2, t3) == (0.40, 0.0, 0.0) and k == pytest.approx(np.log1p(1))
+
+
+def test_a_pool_that_names_what_the_question_asks_about_is_judged_likelier_to_answer_it(model):
+    """Two pools whose best sentences are equally relevant sentence by sentence: one about the film the question
+    names, one about other films. Only the first can answer the question; the empty pool answers nothing."""
+    scorer = RelevanceScorer(model)
+    question = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+    cutoff = scorer.threshold()
+    named = [
+        (
+            0.55,
+            "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer.",
+            "Kiss and Tell",
+        ),
+        (0.45, "Shirley Temple Black served as United States Chief of Protocol.", "Shirley Temple"),
+    ]
+    other = [
+        (0.55, "Since You Went Away is a 1944 American drama film starring Claudette Colbert.", "Since You Went Away"),
+        (0.45, "The Bachelor and the Bobby-Soxer is a 1947 American comedy film.", "The Bachelor and the Bobby-Soxer"),
+    ]
+    yes, no = scorer.answered(question, named, cutoff), scorer.answered(question, other, cutoff)
+    assert yes.probability > no.probability
+    assert yes.passed and not no.passed
+    assert yes.cutoff == fitted()["semantic"]["answered"]["threshold"]
+    assert not scorer.answered(question, [], cutoff).passed

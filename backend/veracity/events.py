@@ -157,6 +157,11 @@ class RetrieveMergeComplete(Event):
     evidences_before: int = 0
     evidences_after: int = 0
     duplicates_removed: int = 0
+    answered: float | None = None
+    """The question-level judgement: probability that the best evidence answers the question."""
+    answered_cutoff: float | None = None
+    withheld: int = 0
+    """Evidences withheld because the judgement fell below its cut-off (shown as the closest passages)."""
 
 
 class SourceUse(Part):

@@ -62,6 +62,9 @@ VERIFY_EMPTY = "Nothing to verify: give at least one item with 'id', 'claim' and
 
 NOTHING_RELEVANT = "Nothing in {where} answers this question"
 NOTHING_RELEVANT_CLOSEST = "Nothing in {where} answers this question; closest passages: {closest}"
+ANSWERED_WITHHELD = (
+    " ({count} sentence(s) cleared the relevance cut-off, but together they do not answer the question: withheld)"
+)
 SEARCH_FAILED = "the search failed on {failed} of {branches} branch(es) and nothing relevant was found: {errors}"
 PAGES_UNREACHABLE = "the pages the search found could not be opened ({failed} failed): {errors}"
 COMPOSER_FAILED = "the composer model failed: {error}"
@@ -75,8 +78,7 @@ FALLBACK_CHECKS_FAILED = "A draft was written but did not pass the checks, so no
 FALLBACK_FOUND = "What was found: {sentences} from {sources}, quoted below as retrieved — not a written answer."
 FALLBACK_FOUND_NOTHING = "Nothing was found to show."
 FALLBACK_CLOSEST = (
-    "Nothing answered it; the closest: {sentences} from {sources} below the relevance cut-off, quoted below as "
-    "retrieved — not an answer."
+    "Nothing answered it; the closest: {sentences} from {sources}, quoted below as retrieved — not an answer."
 )
 
 DATABASE_FAILED = "the database could not be read or written (the details are in the server log)"

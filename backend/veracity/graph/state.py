@@ -43,6 +43,9 @@ class RunState(TypedDict, total=False):
     """Appended by every ``retrieve`` branch: counters and failure reason."""
     evidence: list[Evidence]
     """Written by ``retrieve_merge``: deduplicated evidence, best-scored first."""
+    withheld: list[Evidence]
+    """Written by ``retrieve_merge``: the evidence kept back because it does not answer the question as a whole
+    (``relevance.answered``); shown as the closest passages."""
     shards: Annotated[list[Shard], operator.add]
     """Appended by every ``synthesize`` branch."""
     section_evidence: dict[str, list[str]]
@@ -114,6 +117,8 @@ class GraphOutput(BaseModel):
     """Every retrieve branch's counters and failure reason."""
     evidence: list[Evidence] = Field(default_factory=list)
     """The deduplicated evidence, best-scored first."""
+    withheld: list[Evidence] = Field(default_factory=list)
+    """Evidence kept back: the question-level judgement found that it does not answer the question."""
     section_evidence: dict[str, list[str]] = Field(default_factory=dict)
     """Section id → evidence ids (a redraft composes from it)."""
     attempt: int = 0

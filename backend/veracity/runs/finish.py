@@ -152,7 +152,7 @@ def finish_report(
         language=output.language,
         closest=[]
         if bare_floor
-        else [ev for ev in closest_of(output.branch_stats) if not gate.text_problems(ev.quote, spec)],
+        else [ev for ev in closest_of(output.branch_stats, output.withheld) if not gate.text_problems(ev.quote, spec)],
     )
 
 

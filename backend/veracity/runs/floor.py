@@ -27,8 +27,8 @@ FLOOR_TEXT: dict[str, dict[str, str]] = {
         "digest_note": "Verbatim sentences retrieved for this question, best-scored first; not a written answer.",
         "closest_title": "Closest passages",
         "closest_note": (
-            "No sentence retrieved reached the relevance cut-off. These came closest, quoted as retrieved, most "
-            "relevant first: they were not checked as an answer and may not answer the question."
+            "Nothing retrieved answers the question. These came closest, quoted as retrieved, most relevant first: "
+            "they were not checked as an answer and may not answer it."
         ),
         "floor_note": DEFAULT_FLOOR_NOTE,
         "reason": "{note} Reason: {reason}.",
@@ -47,8 +47,8 @@ FLOOR_TEXT: dict[str, dict[str, str]] = {
         "digest_title": "Ringkasan bukti",
         "closest_title": "Petikan terdekat",
         "closest_note": (
-            "Tiada ayat yang diperoleh mencapai had kerelevanan. Ayat-ayat ini paling hampir, disalin seperti yang "
-            "diperoleh, yang paling relevan dahulu: ia tidak disemak sebagai jawapan dan mungkin tidak menjawab soalan."
+            "Tiada apa-apa yang diperoleh menjawab soalan ini. Ayat-ayat ini paling hampir, disalin seperti yang "
+            "diperoleh, yang paling relevan dahulu: ia tidak disemak sebagai jawapan dan mungkin tidak menjawabnya."
         ),
         "digest_note": (
             "Ayat yang diperoleh untuk soalan ini, disalin kata demi kata, yang terbaik dahulu; bukan jawapan bertulis."
@@ -120,8 +120,9 @@ def floor_report(
     the reader gets no unverified prose. Its notes and disclaimer are in the answer's language (``language``,
     else the question's); the reason, written by the checks, is quoted as it is.
 
-    When nothing reached the relevance cut-off (a ``nothing_relevant`` fallback), the digest holds the
-    ``closest`` sentences below it instead, titled and said to be so, unlabelled (no check judged them), each with
+    When nothing answers the question (a ``nothing_relevant`` fallback: no sentence reached the relevance
+    cut-off, or those that did were withheld as not answering it together), the digest holds the ``closest``
+    sentences instead, titled and said to be so, unlabelled (no check judged them), each with
     its relevance and its anchor: the reader can open them, and nothing is passed off as an answer."""
     digest = evidence[:DIGEST_SIZE]
     lang = floor_language(spec, question, language)

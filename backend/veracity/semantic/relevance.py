@@ -30,6 +30,15 @@ Signals (``FEATURES``), the same at fitting and at run time (``Candidate`` → `
 Without the semantic model the lexical model (``lexical``, ``answer_type``, ``lead``, ``search_rank``, fitted on
 the same data)
 decides, and the product says so.
+
+**Whether the run's best passages answer the question at all** is a second, question-level judgement
+(``answered``): a sentence can clear the cut-off because it is close in meaning to the question while its pool
+answers nothing ("the capital of Tasmania" for "the capital of Australia"; a HotpotQA question whose two gold
+paragraphs are gone still has eight on its topic). A logistic model over the pool (``ANSWERED_FEATURES``: the three
+best relevances, how many sentences cleared the cut-off, and how much of the question's names and content words the
+best sentence and the best three state, titles included), fitted on the same fit split as searched with and without
+its gold paragraphs and on the written notes' questions with and without an answer, out of fold; below its cut-off
+the run keeps no evidence and says that nothing answers it, showing the best sentences as the closest passages.
 """
 
 from __future__ import annotations
@@ -61,6 +70,19 @@ _NUMERIC_QUESTION = re.compile(
 )
 _NUMBER = re.compile(r"\d")
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+ANSWERED_FEATURES = (
+    "best",
+    "second",
+    "third",
+    "kept",
+    "names_best",
+    "names_top",
+    "words_best",
+    "words_top",
+)
+ANSWERED_TOP = 3
+"""How many of the best sentences the question-level judgement reads."""
+_WORD = re.compile(r"\b[^\W\d_][\w'’.-]*", re.UNICODE)
 MIN_NAME_CHARS = 3
 """A title shorter than this (after its qualifier is removed) names nothing reliably."""
 
@@ -193,6 +215,55 @@ def strength(question: str, candidates: list[Candidate], model: SemanticModel | 
     return [float(v) for v in rows @ q]
 
 
+def question_names(question: str) -> set[str]:
+    """The question's names, as the index stems them: its capitalised words but the first (which any question
+    capitalises)."""
+    return set(index_stems([w for w in _WORD.findall(question)[1:] if w[0].isupper()]))
+
+
+def _covered(stems: set[str], text: str) -> float:
+    """Share of ``stems`` that ``text`` holds (1 when there is nothing to hold)."""
+    if not stems:
+        return 1.0
+    have = set(ANALYZER.tokens(text))
+    return sum(s in have for s in stems) / len(stems)
+
+
+def answered_features(question: str, pool: list[tuple[float, str, str]], cutoff: float) -> np.ndarray:
+    """The question-level signals (``ANSWERED_FEATURES``) of a pool of (relevance, text, title), any order."""
+    ranked = sorted(pool, key=lambda t: -t[0])
+    best = [p for p, _, _ in ranked[:ANSWERED_TOP]] + [0.0] * ANSWERED_TOP
+    names = question_names(question)
+    words = set(index_stems(content_terms(question)))
+    first = " ".join(f"{text} {title}" for _, text, title in ranked[:1])
+    top = " ".join(f"{text} {title}" for _, text, title in ranked[:ANSWERED_TOP])
+    kept = sum(1 for p, _, _ in ranked if p >= cutoff)
+    return np.array(
+        [
+            best[0],
+            best[1],
+            best[2],
+            float(np.log1p(kept)),
+            _covered(names, first),
+            _covered(names, top),
+            _covered(words, first),
+            _covered(words, top),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The question-level judgement: the probability that the pool answers the question, and the fitted cut-off."""
+
+    probability: float
+    cutoff: float
+
+    @property
+    def passed(self) -> bool:
+        return self.probability >= self.cutoff
+
+
 def fitted() -> dict[str, Any]:
     """The shipped fit: ``semantic`` and ``lexical`` models, the split, the sources and the figures."""
     return load_fit("veracity.semantic", "relevance.json")
@@ -222,3 +293,12 @@ class RelevanceScorer:
 
     def threshold(self, override: float | None = None) -> float:
         return override if override is not None else self.logistic.threshold
+
+    def answered(self, question: str, pool: list[tuple[float, str, str]], cutoff: float) -> Answered:
+        """Whether the pool of (relevance, text, title) answers ``question``; an empty pool answers nothing."""
+        gate = fitted()[self.mode]["answered"]
+        if not pool:
+            return Answered(0.0, float(gate["threshold"]))
+        model = LogisticModel.from_dict(gate)
+        p = float(model.probability(answered_features(question, pool, cutoff)[None, :])[0])
+        return Answered(round(p, 4), model.threshold)

@@ -96,24 +96,28 @@ def no_evidence_reason(state: RunState) -> str:
 def nothing_relevant(state: RunState) -> str:
     """The honest reason when no claim is left: nothing in the corpus answers the question, and what came
     closest (the titles of the sentences the floor shows: its evidence digest when evidence passed the cut-off
-    and the checks then cut every claim, else the best sentences below the cut-off)."""
+    and the checks then cut every claim, else the best sentences below the cut-off or withheld as not answering
+    the question), and which judgement decided when evidence was withheld."""
     evidence = state.get("evidence") or []
-    shown = evidence[:CLOSEST_SHOWN] or closest_of(state.get("branch_stats", []))[:CLOSEST_SHOWN]
+    withheld = state.get("withheld") or []
+    shown = evidence[:CLOSEST_SHOWN] or closest_of(state.get("branch_stats", []), withheld)[:CLOSEST_SHOWN]
     titles = list(dict.fromkeys(ev.source.title or ev.source.doc_id or "" for ev in shown))[:3]
     where = f"corpus {state.get('corpus', '?')}"
-    if titles:
-        return messages.NOTHING_RELEVANT_CLOSEST.format(where=where, closest="; ".join(titles))
-    return messages.NOTHING_RELEVANT.format(where=where)
+    reason = (
+        messages.NOTHING_RELEVANT_CLOSEST.format(where=where, closest="; ".join(titles))
+        if titles
+        else messages.NOTHING_RELEVANT.format(where=where)
+    )
+    return reason + (messages.ANSWERED_WITHHELD.format(count=len(withheld)) if withheld and not evidence else "")
 
 
-def closest_of(stats: list[BranchStat]) -> list[Evidence]:
-    """Every branch's closest passages below the relevance cut-off, each sentence once (at its best relevance),
-    most relevant first."""
+def closest_of(stats: list[BranchStat], withheld: list[Evidence] | None = None) -> list[Evidence]:
+    """Every branch's closest passages below the relevance cut-off and the evidence withheld as not answering the
+    question as a whole, each sentence once (at its best relevance), most relevant first."""
     found: dict[str, Evidence] = {}
-    for stat in stats:
-        for ev in stat.closest_evidence:
-            if ev.id not in found or (ev.relevance or 0.0) > (found[ev.id].relevance or 0.0):
-                found[ev.id] = ev
+    for ev in [*(withheld or []), *(ev for stat in stats for ev in stat.closest_evidence)]:
+        if ev.id not in found or (ev.relevance or 0.0) > (found[ev.id].relevance or 0.0):
+            found[ev.id] = ev
     return sorted(found.values(), key=lambda ev: -(ev.relevance or 0.0))
 
 

@@ -1,4 +1,6 @@
-"""``retrieve_merge``: collapse the branches' evidence with near-identical dedupe; list the sources opened."""
+"""``retrieve_merge``: collapse the branches' evidence with near-identical dedupe; list the sources opened; judge
+whether the best of it answers the question at all (``relevance.answered``): when it does not, no evidence goes on
+— it is withheld, shown as the closest passages, and the run says that nothing in the corpus answers it."""
 
 from __future__ import annotations
 
@@ -6,20 +8,47 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from veracity.domain import Evidence
+from veracity.domain import BranchStat, Evidence
 from veracity.events import RetrieveComplete, RetrieveMergeComplete, SourceUse
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
 from veracity.search.evidence import dedupe_near_identical
+from veracity.semantic.relevance import Answered
+
+
+def answered(ctx: Context, question: str, merged: list[Evidence], stats: list[BranchStat]) -> Answered:
+    """The question-level judgement over what the branches kept and the best of what they did not."""
+    pool = [*merged, *(ev for s in stats for ev in s.closest_evidence)]
+    cutoff = ctx.relevance.threshold(ctx.spec.relevance.min_relevance)
+    return ctx.relevance.answered(question, [(ev.relevance or 0.0, ev.quote, ev.source.title) for ev in pool], cutoff)
 
 
 async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = runtime.context
     raw = state.get("evidences", [])
     merged = dedupe_near_identical(raw)
     stats = sorted(state.get("branch_stats", []), key=lambda s: s.subtask_id)
-    await runtime.context.emit(
+    judged = answered(ctx, ctx.about(state["question"]), merged, stats)
+    withheld = [] if judged.passed else merged
+    await ctx.audit(
+        "answered",
+        0,
+        {
+            "mode": ctx.relevance.mode,
+            "probability": judged.probability,
+            "cutoff": judged.cutoff,
+            "passed": judged.passed,
+            "withheld": len(withheld),
+        },
+    )
+    await ctx.emit(
         RetrieveMergeComplete(
-            evidences_before=len(raw), evidences_after=len(merged), duplicates_removed=len(raw) - len(merged)
+            evidences_before=len(raw),
+            evidences_after=len(merged),
+            duplicates_removed=len(raw) - len(merged),
+            answered=judged.probability,
+            answered_cutoff=judged.cutoff,
+            withheld=len(withheld),
         )
     )
     kept_per_doc: dict[str, int] = {}
@@ -55,4 +84,4 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
             sources=sources,
         )
     )
-    return {"evidence": merged}
+    return {"evidence": [] if withheld else merged, "withheld": withheld}
