@@ -566,9 +566,12 @@ async def test_audit_trail_is_returned_by_the_api_and_shown_on_the_run_page(clie
     run_id = response.headers["x-run-id"]
     audit = (await client.get(f"/v1/research/{run_id}/audit")).json()
     stages = [e["stage"] for e in audit["entries"]]
-    assert stages == ["route", "draft", "checks", "decision", "gate", "shipped"]
+    assert stages == ["route", "answered", "draft", "checks", "decision", "gate", "shipped"]
     assert [e["seq"] for e in audit["entries"]] == list(range(1, len(stages) + 1))
-    checks = audit["entries"][2]["payload"]["checks"]
+    answered = audit["entries"][1]["payload"]  # the question-level judgement, before anything is drafted
+    assert answered["passed"] is True and answered["probability"] >= answered["cutoff"] and answered["withheld"] == 0
+    checks = audit["entries"][3]["payload"]["checks"]
     assert checks["l1"]["passed"] and checks["l2"]["passed"] and checks["reviewer"]["verdict"] == "ok"
     page = (await client.get(f"/runs/{run_id}")).text
     assert 'data-stage="checks"' in page and 'id="outcome-banner"' in page and "outcome-banner-shipped" in page
+    assert 'data-stage="answered"' in page

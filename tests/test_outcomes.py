@@ -134,7 +134,15 @@ async def test_shipped_runs_every_node_once_and_ships_only_checked_claims(env: d
     assert claims and all(c["evidence_ids"] and set(c["evidence_ids"]) <= evidence for c in claims)
     assert all(c["label"] in ("supported", "partial") and c["support"] for c in claims)
     # The audit trail tells the whole story in order.
-    assert [stage for stage, _, _ in ran.audit] == ["route", "draft", "checks", "decision", "gate", "shipped"]
+    assert [stage for stage, _, _ in ran.audit] == [
+        "route",
+        "answered",
+        "draft",
+        "checks",
+        "decision",
+        "gate",
+        "shipped",
+    ]
 
 
 def test_the_offline_composers_confidence_reads_word_forms_as_the_index_does() -> None:

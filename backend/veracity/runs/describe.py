@@ -113,11 +113,16 @@ def describe(view: RunView, event: Event | Unrecognised) -> Line:
         case RetrieveMapProgress():
             return _branch_line(view, event)
         case RetrieveMergeComplete():
-            return Line(
-                f"{event.evidences_after} evidences after removing {event.duplicates_removed} duplicates",
-                "info",
-                [("evidences_before", event.evidences_before), ("evidences_after", event.evidences_after)],
-            )
+            text = f"{event.evidences_after} evidences after removing {event.duplicates_removed} duplicates"
+            fields = [("evidences_before", event.evidences_before), ("evidences_after", event.evidences_after)]
+            if event.answered is None:  # a run recorded before the question-level judgement
+                return Line(text, "info", fields)
+            fields += [("answered", event.answered), ("answered_cutoff", event.answered_cutoff)]
+            judged = f"{event.answered:.2f}, cut-off {event.answered_cutoff:.2f}"
+            if event.withheld:
+                fields.append(("withheld", event.withheld))
+                return Line(f"{text}; withheld: together they do not answer the question ({judged})", "guard", fields)
+            return Line(f"{text}; together they answer the question ({judged})", "info", fields)
         case RetrieveComplete():
             text = f"{event.evidences} evidences from {len(event.sources)} sources"
             fields = [

@@ -85,9 +85,12 @@ def _fold(view: RunView, event: Event | Unrecognised) -> None:
         case RetrieveMergeComplete():
             _set(view, "retrieve", "done")
             _set(view, "retrieve_merge", "done")
+            view.withheld = event.withheld
         case RetrieveComplete():
             view.sources = list(event.sources)
-            view.node_notes["retrieve_merge"] = f"{event.evidences} evidences"
+            view.node_notes["retrieve_merge"] = (
+                f"{event.evidences} evidences withheld" if view.withheld else f"{event.evidences} evidences"
+            )
         case SynthesizeMapProgress():
             _set(view, "synthesize", "running")
             b = _branch(view, event.subtask_id)

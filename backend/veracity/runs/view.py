@@ -77,6 +77,8 @@ class RunView:
     question: str = ""
     nodes: dict[str, str] = field(default_factory=lambda: dict.fromkeys(NODES, "pending"))
     node_notes: dict[str, str] = field(default_factory=dict)
+    withheld: int = 0
+    """Evidences ``retrieve_merge`` withheld: together they do not answer the question."""
     branches: dict[str, Branch] = field(default_factory=dict)
     timeline: list[TimelineRow] = field(default_factory=list)
     sources: list[SourceUse] = field(default_factory=list)

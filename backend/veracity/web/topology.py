@@ -86,6 +86,8 @@ def _tone(node: str, note: str, outcome: str | None) -> str:
         return "stop"
     if node == "verify" and note and note != "verdict ok":
         return "warn"
+    if node == "retrieve_merge" and note.endswith("withheld"):
+        return "warn"
     if node == "decide" and note:
         if note == "crisis":
             return "stop"
