@@ -378,7 +378,7 @@ async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld
     assert reason.startswith("Nothing in corpus c answers this question; closest passages: ")
     assert f"({merge['withheld']} sentence(s) cleared the relevance cut-off, but together" in reason
     assert all(not s.claims for s in state["draft"])
-    # The floor's closest passages: the withheld sentences first (they scored best), then the branches' own.
+    # The floor's closest passages: the withheld sentences and the branches' own, most relevant first.
     shown = closest_of(state["branch_stats"], state["withheld"])
     assert {ev.id for ev in state["withheld"]} <= {ev.id for ev in shown}
     assert [ev.relevance or 0.0 for ev in shown] == sorted((ev.relevance or 0.0 for ev in shown), reverse=True)
@@ -399,3 +399,112 @@ async def test_evidence_that_answers_the_question_goes_on() -> None:
     (entry,) = [p for stage, p in audits if stage == "answered"]
     assert entry["mode"] == "lexical" and entry["passed"] is True and entry["probability"] >= entry["cutoff"]
     assert state["evidence"] and state["withheld"] == [] and state["decision"] == "ship"
+
+
+def test_the_judgement_reads_each_sentence_once_and_not_web_runs(monkeypatch) -> None:
+    """Branches share passages, so their closest sentences repeat: the pool holds each once at its best relevance
+    (as the fit's pools do), whatever the number of branches; a web run is not judged (never fitted on web pages)."""
+    from veracity.domain import BranchStat
+    from veracity.graph.nodes.retrieve_merge import answered
+    from veracity.semantic.relevance import RelevanceScorer
+
+    seen: list[list[tuple[float, str, str]]] = []
+    real = RelevanceScorer.answered
+
+    def spy(self, question, pool, cutoff):
+        seen.append(pool)
+        return real(self, question, pool, cutoff)
+
+    monkeypatch.setattr(RelevanceScorer, "answered", spy)
+    kept = _evidence("k1", "st1", "Ines Marrow founded the Caldera shipyard in 1902.")
+    kept = kept.model_copy(update={"relevance": 0.45})
+    near = [
+        _evidence("c1", "st1", "The shipyard later built ferries for the northern routes.").model_copy(
+            update={"relevance": r}
+        )
+        for r in (0.30, 0.25, 0.28)
+    ]
+    other = _evidence("c2", "st1", "Caldera is a port town on the west coast.").model_copy(update={"relevance": 0.29})
+    stats = [BranchStat(subtask_id=f"st{i}", status="done", closest_evidence=[near[i], other, kept]) for i in range(3)]
+    context = graph_context("market_brief", Recorder())
+    question = "Who founded the Caldera shipyard?"
+    three = answered(context, question, [kept], stats)
+    one = answered(context, question, [kept], stats[:1])
+    assert three == one
+    assert [(p, text) for p, text, _ in seen[0]] == [
+        (0.45, kept.quote),
+        (0.30, near[0].quote),  # once, at its best relevance over the branches
+        (0.29, other.quote),
+    ]
+    context.fetcher = object()  # type: ignore[assignment]  # a web run
+    assert answered(context, question, [kept], stats) is None
+
+
+def test_a_failed_branch_beside_withheld_evidence_is_still_nothing_relevant() -> None:
+    from veracity.domain import BranchStat
+    from veracity.graph.nodes.decide import no_evidence_reason
+    from veracity.runs.floor import fallback_kind, floor_report
+
+    withheld = [_evidence("w1", "st1", "Kiss and Tell is a 1945 American comedy film.")]
+    state = {
+        "corpus": "c",
+        "evidence": [],
+        "withheld": withheld,
+        "branch_stats": [
+            BranchStat(subtask_id="st1", status="done"),
+            BranchStat(subtask_id="st2", status="failed", error="OSError: index unavailable"),
+        ],
+    }
+    reason = no_evidence_reason(state)  # type: ignore[arg-type]
+    assert reason == (
+        "Nothing in corpus c answers this question; closest passages: D (1 sentence(s) cleared the relevance "
+        "cut-off, but together they do not answer the question: withheld)"
+    )
+    assert fallback_kind(reason) == "nothing_relevant"
+    # The floor shows the withheld sentence as a closest passage, unlabelled, with its anchor.
+    spec = SPECS.get("answer")
+    report = floor_report(run_id="r", spec=spec, question="q", corpus="c", evidence=[], reason=reason, closest=withheld)
+    (digest,) = [s for s in report.sections if s.closest_passages]
+    assert [c.text for c in digest.claims] == [withheld[0].quote] and digest.claims[0].label is None
+    assert digest.note and digest.note.startswith("Nothing retrieved answers the question.")
+    # Without withheld evidence a failed branch is still the search's failure.
+    assert no_evidence_reason({**state, "withheld": []}).startswith("the search failed on 1 of 2")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("answered", "after", "withheld", "kind", "says"),
+    [
+        (None, 3, 0, "info", "3 evidences after removing 1 duplicates"),
+        (0.81, 3, 0, "info", "; together they answer the question (0.81, cut-off 0.56)"),
+        (0.12, 3, 3, "guard", "; withheld: together they do not answer the question (0.12, cut-off 0.56)"),
+        (0.05, 0, 0, "info", "; nothing reached the relevance cut-off (0.05, cut-off 0.56)"),
+    ],
+)
+def test_the_timeline_says_what_the_judgement_decided(answered, after, withheld, kind, says) -> None:
+    from datetime import UTC, datetime
+
+    from veracity.events import RetrieveComplete, RetrieveMergeComplete
+    from veracity.runs.describe import describe
+    from veracity.runs.reducer import apply_event
+    from veracity.runs.view import RunView
+    from veracity.web.topology import _tone
+
+    event = RetrieveMergeComplete(
+        evidences_before=after + 1,
+        evidences_after=after,
+        duplicates_removed=1,
+        answered=answered,
+        answered_cutoff=None if answered is None else 0.56,
+        withheld=withheld,
+    )
+    line = describe(RunView(run_id="r"), event)
+    assert line.kind == kind and line.summary.endswith(says)
+    assert ("withheld", withheld) in line.fields if withheld else all(k != "withheld" for k, _ in line.fields)
+    # The pipeline's retrieve_merge node: its note says the evidence was withheld, in amber.
+    view = RunView(run_id="r")
+    now = datetime.now(UTC)
+    apply_event(view, 1, event, now)
+    apply_event(view, 2, RetrieveComplete(evidences=after), now)
+    note = view.node_notes["retrieve_merge"]
+    assert note == (f"{after} evidences withheld" if withheld else f"{after} evidences")
+    assert _tone("retrieve_merge", note, None) == ("warn" if withheld else "")

@@ -532,7 +532,8 @@ def test_shipped_fit_has_a_question_level_judgement_with_its_figures():
         assert 0 < answered["threshold"] < 1
         by_source = answered["cv"]["by_source"]
         assert set(by_source) == {"hotpotqa", "notes"}  # HotpotQA's fit split and the written notes
-        assert by_source["hotpotqa"]["answered"] == by_source["hotpotqa"]["unanswered"] > 0  # as searched, gold out
+        # Every fit-split question with its gold left out is a pool that answers nothing; as searched, most answer.
+        assert by_source["hotpotqa"]["unanswered"] >= by_source["hotpotqa"]["answered"] > 0
         assert all(0 <= s["passed"] <= 1 and 0 <= s["declined"] <= 1 for s in by_source.values())
     # The written notes are named as a source of the question-level model only.
     assert any("question-level model only" in s["name"] for s in fit["sources"])

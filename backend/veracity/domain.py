@@ -52,8 +52,8 @@ class Evidence(BaseModel):
 
 
 CLOSEST_SHOWN = 5
-"""Closest passages a run that keeps nothing shows, and names in its reason (below the cut-off, fewer are worth
-reading)."""
+"""Closest passages a run that keeps nothing shows, and names in its reason (the best sentences below the cut-off,
+or withheld as not answering the question; fewer are worth reading)."""
 
 
 class BranchStat(BaseModel):
@@ -152,8 +152,8 @@ class Draft(BaseModel):
 
 
 DIGEST_ID = "evidence_digest"
-"""The floor's own section: the evidence digest, or, when nothing reached the relevance cut-off, the closest
-passages."""
+"""The floor's own section: the evidence digest, or, when nothing answers the question (nothing reached the
+relevance cut-off, or what did was withheld as not answering it), the closest passages."""
 
 
 class ReportSection(BaseModel):
@@ -167,8 +167,8 @@ class ReportSection(BaseModel):
 
     @property
     def closest_passages(self) -> bool:
-        """A fallback's closest passages: sentences below the relevance cut-off, shown, never claimed (the digest
-        that is ``not_found`` yet holds sentences)."""
+        """A fallback's closest passages: the best sentences below the relevance cut-off or withheld as not
+        answering the question, shown, never claimed (the digest that is ``not_found`` yet holds sentences)."""
         return self.id == DIGEST_ID and self.status == "not_found" and bool(self.claims)
 
 

@@ -132,7 +132,8 @@ def notes_set(folder: Path, questions: Path, out: Path = NOTES_SET) -> Path:
     """The project's written notes (``training/relevance/notes``) and their hand-labelled questions as a set of
     this shape in ``out``: one document per file, titled as an upload titles it (``read_file``), the answerable
     questions with their answer lines as ``answers`` and their document as the gold (hidden for the decline). Only
-    ``relevance_fit --notes … --notes-questions …`` fits on them; the shipped model was not (see README)."""
+    ``relevance_fit --notes … --notes-questions …`` reads them: the shipped sentence model was not fitted on them, the
+    question-level judgement (``answered``) was, so its figures here are development figures (see README)."""
     out.mkdir(parents=True, exist_ok=True)
     docs = [doc for path in sorted(p for p in folder.iterdir() if p.is_file()) for doc in read_file(path, path.name)]
     lines = [json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}, ensure_ascii=False) for d in docs]

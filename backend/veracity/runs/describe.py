@@ -115,13 +115,15 @@ def describe(view: RunView, event: Event | Unrecognised) -> Line:
         case RetrieveMergeComplete():
             text = f"{event.evidences_after} evidences after removing {event.duplicates_removed} duplicates"
             fields = [("evidences_before", event.evidences_before), ("evidences_after", event.evidences_after)]
-            if event.answered is None:  # a run recorded before the question-level judgement
+            if event.answered is None or event.answered_cutoff is None:  # a web run, or one recorded before
                 return Line(text, "info", fields)
             fields += [("answered", event.answered), ("answered_cutoff", event.answered_cutoff)]
             judged = f"{event.answered:.2f}, cut-off {event.answered_cutoff:.2f}"
             if event.withheld:
                 fields.append(("withheld", event.withheld))
                 return Line(f"{text}; withheld: together they do not answer the question ({judged})", "guard", fields)
+            if not event.evidences_after:
+                return Line(f"{text}; nothing reached the relevance cut-off ({judged})", "info", fields)
             return Line(f"{text}; together they answer the question ({judged})", "info", fields)
         case RetrieveComplete():
             text = f"{event.evidences} evidences from {len(event.sources)} sources"

@@ -144,7 +144,7 @@ def floor_report(
         )
         for s in spec.sections
     ]
-    shown = "closest" if near else "digest"  # below the cut-off and unlabelled, or verbatim and supported
+    shown = "closest" if near else "digest"  # not answering and unlabelled, or verbatim and supported
     sections.append(
         ReportSection(
             id=DIGEST_ID,

@@ -79,11 +79,11 @@ def handoff_confidence(state: RunState, ctx: Context) -> float:
 
 def no_evidence_reason(state: RunState) -> str:
     """Why nothing could be written: the search failed (every branch, or some branch with nothing found by the
-    others), it answered but not one page it found could be opened (an unreachable web), or it worked and
-    nothing relevant was found."""
+    others: evidence withheld as not answering the question counts as found), it answered but not one page it
+    found could be opened (an unreachable web), or it worked and nothing relevant was found."""
     stats = state.get("branch_stats", [])
     failed = [s for s in stats if s.status == "failed"]
-    if failed and not state.get("evidence"):
+    if failed and not state.get("evidence") and not state.get("withheld"):
         errors = "; ".join(dict.fromkeys(str(s.error) for s in failed))[:300]
         return messages.SEARCH_FAILED.format(failed=len(failed), branches=len(stats), errors=errors)
     page_errors = [e for s in stats for e in s.page_errors]

@@ -11,16 +11,24 @@ from langgraph.runtime import Runtime
 from veracity.domain import BranchStat, Evidence
 from veracity.events import RetrieveComplete, RetrieveMergeComplete, SourceUse
 from veracity.graph.context import Context
+from veracity.graph.nodes.decide import closest_of
 from veracity.graph.state import RunState
 from veracity.search.evidence import dedupe_near_identical
 from veracity.semantic.relevance import Answered
 
 
-def answered(ctx: Context, question: str, merged: list[Evidence], stats: list[BranchStat]) -> Answered:
-    """The question-level judgement over what the branches kept and the best of what they did not."""
-    pool = [*merged, *(ev for s in stats for ev in s.closest_evidence)]
-    cutoff = ctx.relevance.threshold(ctx.spec.relevance.min_relevance)
-    return ctx.relevance.answered(question, [(ev.relevance or 0.0, ev.quote, ev.source.title) for ev in pool], cutoff)
+def answered(ctx: Context, question: str, merged: list[Evidence], stats: list[BranchStat]) -> Answered | None:
+    """The question-level judgement over what the branches kept and the best of what they did not, each sentence
+    once at its best relevance (branches share passages, and a pool fitted one search at a time holds each sentence
+    once), its ``kept`` count at the fitted cut-off it was fitted with (a template's own cut-off decides what is
+    evidence, not what the judgement reads). None for a run over the web: the model was fitted on local pools
+    only (HotpotQA's corpus and written notes), and web pages were never measured."""
+    if ctx.fetcher is not None:
+        return None
+    pool = closest_of(stats, merged)
+    return ctx.relevance.answered(
+        question, [(ev.relevance or 0.0, ev.quote, ev.source.title) for ev in pool], ctx.relevance.threshold()
+    )
 
 
 async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -29,12 +37,15 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
     merged = dedupe_near_identical(raw)
     stats = sorted(state.get("branch_stats", []), key=lambda s: s.subtask_id)
     judged = answered(ctx, ctx.about(state["question"]), merged, stats)
-    withheld = [] if judged.passed else merged
+    withheld = merged if judged is not None and not judged.passed else []
     await ctx.audit(
         "answered",
         0,
-        {
+        {"mode": ctx.relevance.mode, "judged": False, "why": "a run over the web (not fitted on web pages)"}
+        if judged is None
+        else {
             "mode": ctx.relevance.mode,
+            "judged": True,
             "probability": judged.probability,
             "cutoff": judged.cutoff,
             "passed": judged.passed,
@@ -46,8 +57,8 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
             evidences_before=len(raw),
             evidences_after=len(merged),
             duplicates_removed=len(raw) - len(merged),
-            answered=judged.probability,
-            answered_cutoff=judged.cutoff,
+            answered=None if judged is None else judged.probability,
+            answered_cutoff=None if judged is None else judged.cutoff,
             withheld=len(withheld),
         )
     )
