@@ -429,7 +429,9 @@ OUTCOMES = [
     ("shipped", "legal_research", "What does section 90A of the Evidence Act 1950 say about computer documents?"),
     ("escalated", "legal_research", "My client was charged under section 114 of the Evidence Act. Am I liable?"),
     ("crisis", "coach_reply", "I can't do this any more. I want to end my life."),
-    ("handoff", "support_answer", "Does Tallyo integrate with SAP Business One for payroll exports?"),
+    # The help centre prices its plans but says nothing of charities: its answer covers too little (0.40 < 0.65).
+    # (A question it says nothing about, "Does Tallyo integrate with SAP?", falls back: nothing answers it.)
+    ("handoff", "support_answer", "Does Tallyo offer a discount for charities and schools?"),
     ("fallback", "market_brief", "Zorblax quuxification of the vemtrian flibber"),
 ]
 
