@@ -574,4 +574,24 @@ async def test_audit_trail_is_returned_by_the_api_and_shown_on_the_run_page(clie
     assert checks["l1"]["passed"] and checks["l2"]["passed"] and checks["reviewer"]["verdict"] == "ok"
     page = (await client.get(f"/runs/{run_id}")).text
     assert 'data-stage="checks"' in page and 'id="outcome-banner"' in page and "outcome-banner-shipped" in page
-    assert 'data-stage="answered"' in page
+    assert 'data-stage="answered"' in page and "does the evidence answer the question?" in page
+
+
+def test_the_audit_panel_says_what_the_question_level_judgement_decided() -> None:
+    from veracity.web.app import create_app
+
+    panel = create_app(migrate=False).state.templates.get_template("partials/_audit.html")
+    judged = {"mode": "semantic", "judged": True, "probability": 0.4592, "cutoff": 0.56, "passed": False}
+    entries = [
+        {"stage": "answered", "attempt": 0, "payload": {**judged, "withheld": 7}},
+        {"stage": "answered", "attempt": 0, "payload": {**judged, "probability": 0.9, "passed": True, "withheld": 0}},
+        {
+            "stage": "answered",
+            "attempt": 0,
+            "payload": {"mode": "semantic", "judged": False, "why": "a run over the web"},
+        },
+    ]
+    html = panel.render(audit=entries)
+    assert "no: 7 evidence sentence(s) withheld" in html and "(semantic, probability 0.46, cut-off 0.56)" in html
+    assert '<span class="ok">yes</span>' in html and "probability 0.90" in html
+    assert "not judged: a run over the web" in html

@@ -367,7 +367,9 @@ async def test_each_fallback_says_its_own_cause_and_what_was_found(
         assert await card.locator("li.claim .label").count() == 0
         shown = [float(t.split()[1]) for t in await card.locator("li.claim .relevance").all_inner_texts()]
         assert len(shown) == digest and shown == sorted(shown, reverse=True) and max(shown) < 0.5
-        counted = re.fullmatch(r"Nothing answered it; the closest: (\d+) sentences? from \d+ sources?, quoted .*", found)
+        counted = re.fullmatch(
+            r"Nothing answered it; the closest: (\d+) sentences? from \d+ sources?, quoted .*", found
+        )
         assert counted and int(counted.group(1)) == digest, found
     else:
         assert found == messages.FALLBACK_FOUND_NOTHING and digest == 0

@@ -371,6 +371,8 @@ async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld
     assert merge["answered"] == 0.12 and merge["answered_cutoff"] == 0.5
     assert merge["withheld"] == merge["evidences_after"] > 0
     assert state["evidence"] == [] and len(state["withheld"]) == merge["withheld"]
+    (retrieved,) = [p for name, p in recorder.events if name == "retrieve_complete"]
+    assert retrieved["sources"] and all(src["evidences"] == 0 for src in retrieved["sources"])  # none goes on
     (entry,) = [p for stage, p in audits if stage == "answered"]
     assert entry["passed"] is False and entry["probability"] == 0.12 and entry["withheld"] == merge["withheld"]
     assert state["decision"] == "fail_safe"

@@ -63,7 +63,7 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
         )
     )
     kept_per_doc: dict[str, int] = {}
-    for ev in merged:
+    for ev in [] if withheld else merged:  # what goes on: withheld evidence is no source's kept evidence
         kept_per_doc[ev.source.doc_id] = kept_per_doc.get(ev.source.doc_id, 0) + 1
     first: dict[str, Evidence] = {}
     found_by: dict[str, list[str]] = {}
