@@ -20,14 +20,17 @@ from veracity.semantic.relevance import Answered
 def answered(ctx: Context, question: str, merged: list[Evidence], stats: list[BranchStat]) -> Answered | None:
     """The question-level judgement over what the branches kept and the best of what they did not, each sentence
     once at its best relevance (branches share passages, and a pool fitted one search at a time holds each sentence
-    once), its ``kept`` count at the fitted cut-off it was fitted with (a template's own cut-off decides what is
-    evidence, not what the judgement reads). None for a run over the web: the model was fitted on local pools
-    only (HotpotQA's corpus and written notes), and web pages were never measured."""
+    once), its ``kept`` count at the run's cut-off: a template that sets its own (``relevance.min_relevance``, for a
+    curated corpus the model scores low) says what is evidence there, and the judgement reads that evidence. None
+    for a run over the web: the model was fitted on local pools only (HotpotQA's corpus and written notes), and web
+    pages were never measured."""
     if ctx.fetcher is not None:
         return None
     pool = closest_of(stats, merged)
     return ctx.relevance.answered(
-        question, [(ev.relevance or 0.0, ev.quote, ev.source.title) for ev in pool], ctx.relevance.threshold()
+        question,
+        [(ev.relevance or 0.0, ev.quote, ev.source.title) for ev in pool],
+        ctx.relevance.threshold(ctx.spec.relevance.min_relevance),
     )
 
 
