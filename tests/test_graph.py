@@ -341,6 +341,20 @@ def test_composer_deduplicates_sentences_across_sections() -> None:
     assert len(picked["key_findings"]) == 1 and picked["market_landscape"] == []
 
 
+async def audited_run() -> tuple[dict[str, Any], Recorder, list[tuple[str, dict[str, Any]]]]:
+    """A market_brief run of "coffee market" with its events and its audit entries (stage, payload) recorded."""
+    audits: list[tuple[str, dict[str, Any]]] = []
+
+    async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
+        audits.append((stage, payload))
+
+    recorder = Recorder()
+    context = graph_context("market_brief", recorder)
+    context.audit = audit
+    state = await final_state(build_graph(), {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}, context)
+    return state, recorder, audits
+
+
 async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld(monkeypatch) -> None:
     """Sentences cleared the relevance cut-off, but the question-level judgement says the pool does not answer the
     question: no evidence goes on, the run says nothing answers it and why, the event and the audit carry the
@@ -355,16 +369,7 @@ async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld
         return Answered(0.12, 0.5)
 
     monkeypatch.setattr(RelevanceScorer, "answered", answered)
-    audits: list[tuple[str, dict[str, Any]]] = []
-
-    async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
-        audits.append((stage, payload))
-
-    recorder = Recorder()
-    context = graph_context("market_brief", recorder)
-    context.audit = audit
-    inputs = {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}
-    state = await final_state(build_graph(), inputs, context)
+    state, recorder, audits = await audited_run()
 
     assert judged and judged[0][0] == "coffee market" and judged[0][1] > 0
     (merge,) = [p for name, p in recorder.events if name == "retrieve_merge_complete"]
@@ -389,15 +394,7 @@ async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld
 
 
 async def test_evidence_that_answers_the_question_goes_on() -> None:
-    audits: list[tuple[str, dict[str, Any]]] = []
-
-    async def audit(stage: str, attempt: int, payload: dict[str, Any]) -> None:
-        audits.append((stage, payload))
-
-    recorder = Recorder()
-    context = graph_context("market_brief", recorder)
-    context.audit = audit
-    state = await final_state(build_graph(), {"run_id": "r" * 32, "question": "coffee market", "corpus": "c"}, context)
+    state, _, audits = await audited_run()
     (entry,) = [p for stage, p in audits if stage == "answered"]
     assert entry["mode"] == "lexical" and entry["passed"] is True and entry["probability"] >= entry["cutoff"]
     assert state["evidence"] and state["withheld"] == [] and state["decision"] == "ship"

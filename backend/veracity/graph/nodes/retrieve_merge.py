@@ -41,6 +41,7 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
     stats = sorted(state.get("branch_stats", []), key=lambda s: s.subtask_id)
     judged = answered(ctx, ctx.about(state["question"]), merged, stats)
     withheld = merged if judged is not None and not judged.passed else []
+    kept = [] if withheld else merged  # what goes on
     await ctx.audit(
         "answered",
         0,
@@ -66,7 +67,7 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
         )
     )
     kept_per_doc: dict[str, int] = {}
-    for ev in [] if withheld else merged:  # what goes on: withheld evidence is no source's kept evidence
+    for ev in kept:  # withheld evidence is no source's kept evidence
         kept_per_doc[ev.source.doc_id] = kept_per_doc.get(ev.source.doc_id, 0) + 1
     first: dict[str, Evidence] = {}
     found_by: dict[str, list[str]] = {}
@@ -98,4 +99,4 @@ async def retrieve_merge(state: RunState, runtime: Runtime[Context]) -> dict[str
             sources=sources,
         )
     )
-    return {"evidence": [] if withheld else merged, "withheld": withheld}
+    return {"evidence": kept, "withheld": withheld}
