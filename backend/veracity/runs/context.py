@@ -16,6 +16,7 @@ from veracity.runs.journal import Journal
 from veracity.runs.providers import Providers
 from veracity.search.providers import WebRetrieval
 from veracity.semantic.model import Semantics
+from veracity.semantic.nli import ContradictionModel, process_contradiction
 from veracity.settings import Settings
 from veracity.specs.models import Spec
 
@@ -73,9 +74,21 @@ def run_context(
         judge=providers.judge,
         audit=audit,
         semantic=semantics.model,
+        reader=relevance_reader(semantics, settings),
         max_candidates=settings.semantic.max_candidates,
         thread=thread,
     )
+
+
+def relevance_reader(semantics: Semantics, settings: Settings) -> ContradictionModel | None:
+    """The cross-encoder relevance reads candidates with (the judge's contradiction reader, one session per process),
+    when the sentence model is loaded and ``semantic.reader`` allows it."""
+    if semantics.model is None or not settings.semantic.reader:
+        return None
+    reader = process_contradiction(True).model
+    if reader is not None:
+        reader.want_reading()
+    return reader
 
 
 def run_started(run_id: str, spec: Spec, question: str, corpus: str, providers: Providers) -> RunStarted:

@@ -32,6 +32,7 @@ from veracity.guards.language import detect
 from veracity.guards.router import screen
 from veracity.guards.screen_model import learned_screen
 from veracity.ports import SearchHit, Source
+from veracity.runs.context import relevance_reader
 from veracity.runs.service import RunService
 from veracity.semantic.relevance import Candidate, RelevanceScorer
 
@@ -101,7 +102,9 @@ def _corpora(service: RunService) -> list[str]:
 
 def _relevance(service: RunService, hits: list[SearchHit]) -> None:
     candidates = [Candidate(text=h.text[:300], title=h.title, position=i) for i, h in enumerate(hits[:3])]
-    RelevanceScorer(service.semantics.model).score(QUESTION, candidates)
+    RelevanceScorer(service.semantics.model, relevance_reader(service.semantics, service.settings)).score(
+        QUESTION, candidates
+    )
 
 
 def _judge(service: RunService, hits: list[SearchHit]) -> None:

