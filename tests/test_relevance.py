@@ -592,10 +592,11 @@ def test_a_pool_that_names_what_the_question_asks_about_is_judged_likelier_to_an
 
 @pytest.fixture(scope="module")
 def reader():
-    from veracity.semantic.nli import process_contradiction
+    """A cross-encoder of its own, asked to read: the process's (the judge's) is left as other tests find it."""
+    from veracity.semantic.nli import ContradictionModel
 
-    model = process_contradiction(True).model
-    assert model is not None, process_contradiction(True).reason
+    model, why = ContradictionModel.load()
+    assert model is not None, why
     model.want_reading()
     assert model.readable()
     return model
@@ -683,12 +684,19 @@ def test_the_cross_encoder_reads_a_pair_to_its_length_and_keeps_the_judge_s_read
     assert np.array_equal(model.logits(pairs), judged)
 
 
-def test_runs_read_relevance_with_the_cross_encoder_only_when_the_settings_say_so():
-    from veracity.runs.context import relevance_reader
+def test_runs_read_relevance_with_the_cross_encoder_only_when_the_settings_say_so(monkeypatch):
+    import veracity.runs.context as run_context
     from veracity.semantic.model import Semantics, process_semantics
-    from veracity.settings import Settings
+    from veracity.semantic.nli import Contradiction, ContradictionModel
+    from veracity.settings import SemanticSettings, Settings
 
+    own, why = ContradictionModel.load()  # not the process's: asking it to read must not change the judge's
+    assert own is not None, why
+    monkeypatch.setattr(run_context, "process_contradiction", lambda enabled=True: Contradiction(own))
     semantics = process_semantics(True)
-    assert relevance_reader(semantics, Settings()) is None  # off by default (README, "The reader")
-    assert relevance_reader(semantics, Settings(semantic={"reader": True})) is not None
-    assert relevance_reader(Semantics(None, "off"), Settings(semantic={"reader": True})) is None
+    assert SemanticSettings().reader is False  # off by default (README, "The reader")
+    assert run_context.relevance_reader(semantics, Settings(semantic={"reader": False})) is None
+    assert not own.reading_wanted
+    assert run_context.relevance_reader(semantics, Settings(semantic={"reader": True})) is own
+    assert own.reading_wanted  # its session will be made from the opened graph
+    assert run_context.relevance_reader(Semantics(None, "off"), Settings(semantic={"reader": True})) is None

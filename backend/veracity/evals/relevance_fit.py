@@ -398,7 +398,9 @@ def log_loss(y: np.ndarray, p: np.ndarray) -> float:
 
 def fit_reader(read: list[Row], oof: np.ndarray, reader: ContradictionModel) -> tuple[dict[str, Any], np.ndarray]:
     """The reader's head over the sentence model's best ``READER_TOP`` candidates of each reading (read as a run
-    reads them, in the same batches), the calibration of the others from their sentence-model relevance alone, and
+    reads them, in batches of four in the sentence model's order; the sentence model here is out of fold, so a
+    batch can hold other candidates than at run time, and a pair's reading moves a little with its batch-mates:
+    ``ContradictionModel.read``), the calibration of the others from their sentence-model relevance alone, and
     the out-of-fold relevance of every candidate on the reader's scale (in ``read`` order)."""
     head_x, head_y, head_g, unread_x, unread_y, unread_g, where = [], [], [], [], [], [], []
     start = 0
@@ -507,9 +509,12 @@ def fit_answered(pools: list[Pool], cutoff: float, floor: dict[str, float] | Non
     sources = np.array([source_of(g).split(",")[0] for g, *_ in pools])
 
     def passes_enough(t: float) -> bool:
-        return all(balanced(t, sources == source)[0] >= rate for source, rate in (floor or {}).items())
+        # ``floor`` holds figures rounded to three places: a rate equal to one before rounding passes.
+        return all(balanced(t, sources == source)[0] >= rate - 5e-4 for source, rate in (floor or {}).items())
 
-    allowed = [t for t in grid if passes_enough(t)] or grid
+    allowed = [t for t in grid if passes_enough(t)]
+    if not allowed:
+        raise ValueError(f"no cut-off passes the floor {floor}")
     threshold = max(allowed, key=lambda t: (sum(balanced(t, everything)), -t))
     w, b, m, s = fit_logistic(x, y, L2)
     by_source: dict[str, Any] = {}

@@ -23,10 +23,10 @@ freed (exported fixed at 160; a question and a sentence are usually 30–70 toke
 second output; the judge's ``logits`` still pads every pair to 160 as it was fitted, and reads exactly what the file
 as shipped reads (same batches, same numbers).
 
-Its files are located when the judge or a run's context is made; their pins are checked, the graph opened, the
-tokenizer read and the ONNX session made on the first read (about 1 s, about 230 MB resident once it has read): with
-the reader on (``semantic.reader``, off by default) the first relevance score of a process pays it; the server's
-warm-up does, at start-up. Thread-safe (one
+Its files are located when the judge or a run's context is made; their pins are checked, the tokenizer read and the
+ONNX session made on the first read (about 0.6 s, about 230 MB resident once it has read; the graph is opened only
+when the reader is on, ``semantic.reader``, off by default: the first relevance score of such a process pays for it,
+and a session the judge made first is made again once). The server's warm-up does this at start-up. Thread-safe (one
 session, made under a lock; the tokenizer made once, its padding fixed). When it cannot load the judge keeps its
 rules and says so in every reason.
 """
@@ -81,7 +81,6 @@ class ContradictionModel:
     def __init__(self) -> None:
         self._session: Any = None
         self._tokenizer: Any = None
-        self._reading: Any = None
         self._lock = threading.Lock()
         self.session_ms = 0.0
         """Checking the pins, reading the tokenizer and making the session, on the first read."""
@@ -140,9 +139,6 @@ class ContradictionModel:
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=TOKENS, strategy="longest_first")
         tokenizer.enable_padding(length=TOKENS, pad_id=0, pad_token="[PAD]")
-        reading = Tokenizer.from_file(str(tokenizer_path))
-        reading.enable_truncation(max_length=TOKENS, strategy="longest_first")
-        reading.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest pair of the batch
         options = ort.SessionOptions()
         # No graph optimisation: at any level it folds the int8 word embeddings into a float copy (the session
         # alone about 250 MB resident instead of 130; reading is about 20% slower without it).
@@ -150,14 +146,19 @@ class ContradictionModel:
         options.log_severity_level = 3
         options.enable_cpu_mem_arena = False
         # The graph is opened (its token axis freed, its last layer exposed) only for a process whose relevance reads
-        # with it: the judge alone reads the file as shipped, at no extra cost.
+        # with it: the judge alone reads the file as shipped, at no extra cost. A graph that cannot be opened or run
+        # costs the reader, never the judge: the session is then made from the file as shipped.
         graph = _reading_graph(model) if self.reading_wanted else None
-        self.can_read = graph is not None
-        session = ort.InferenceSession(
-            graph if graph is not None else str(model), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        session = None
+        if graph is not None:
+            try:
+                session = ort.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
+            except Exception:
+                logger.exception("the opened cross-encoder graph could not be run: it reads contradictions only")
+        self.can_read = session is not None
+        if session is None:
+            session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer
-        self._reading = reading
         return session, ""
 
     def want_reading(self) -> None:
@@ -199,7 +200,9 @@ class ContradictionModel:
         """Per (premise, hypothesis), the contradiction logit and the mean of the last layer over the pair's tokens
         (``len(pairs)`` × 384), each batch padded only to its longest pair (a question and a sentence are usually
         30–70 tokens, so this costs a third of ``logits``' fixed 160); None when the session cannot be made or does
-        not expose the layer (``can_read``)."""
+        not expose the layer (``can_read``). The graph quantises each batch's activations together, so a pair's
+        reading moves a little with its batch-mates and its padding (as the judge's ``logits`` do): read in the same
+        batches, the same pairs read the same."""
         session = self._ready()
         if session is None or not self.can_read:
             return None
@@ -207,9 +210,12 @@ class ContradictionModel:
         hidden = np.zeros((len(pairs), 384), dtype=np.float32)
         for begin in range(0, len(pairs), BATCH):
             batch = list(pairs[begin : begin + BATCH])
-            encoded = self._reading.encode_batch(batch)
+            encoded = self._tokenizer.encode_batch(batch)
+            # Padded on the right to 160: cut at the batch's longest pair (the same ids as padding to it).
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64), "attention_mask": mask}
+            width = int(mask.sum(1).max())
+            mask = mask[:, :width]
+            feed = {"input_ids": np.array([e.ids[:width] for e in encoded], dtype=np.int64), "attention_mask": mask}
             raw, last = session.run(["logits", HIDDEN], feed)
             logits[begin : begin + len(batch)] = raw[:, 1] - raw[:, 0]
             hidden[begin : begin + len(batch)] = (last * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
@@ -227,15 +233,20 @@ def _reading_graph(path: Any) -> bytes | None:
     except ImportError:
         logger.warning("the onnx package is not installed: the cross-encoder reads contradictions only")
         return None
-    proto = onnx.load(str(path))
-    names = {o for node in proto.graph.node for o in node.output}
-    if HIDDEN not in names:
-        logger.warning("the contradiction model's graph has no %s: it reads contradictions only", HIDDEN)
+    try:
+        proto = onnx.load(str(path))
+        names = {o for node in proto.graph.node for o in node.output}
+        if HIDDEN not in names:
+            logger.warning("the contradiction model's graph has no %s: it reads contradictions only", HIDDEN)
+            return None
+        for tensor in proto.graph.input:
+            tensor.type.tensor_type.shape.dim[1].dim_param = "tokens"
+        del proto.graph.value_info[:]  # the export's inferred shapes name the fixed 160; the runtime infers its own
+        proto.graph.output.append(onnx.helper.make_tensor_value_info(HIDDEN, onnx.TensorProto.FLOAT, None))
+        return bytes(proto.SerializeToString())
+    except Exception:  # a graph the onnx package cannot read or edit costs the reader, never the judge
+        logger.exception("the cross-encoder graph could not be opened: it reads contradictions only")
         return None
-    for tensor in proto.graph.input:
-        tensor.type.tensor_type.shape.dim[1].dim_param = "tokens"
-    proto.graph.output.append(onnx.helper.make_tensor_value_info(HIDDEN, onnx.TensorProto.FLOAT, None))
-    return bytes(proto.SerializeToString())
 
 
 @dataclass(frozen=True)

@@ -353,9 +353,8 @@ class RelevanceScorer:
         fit = self._reader_fit
         if fit is not None and self.reader is not None and len(candidates):
             chosen = reader_chosen(base, int(fit["top"]))
-            read = self.reader.read(reader_pairs(question, candidates, chosen))
-            if read is not None:
-                base = reread(base, read, chosen, fit)
+            # On the reader's scale whatever happens (its cut-off and judgement apply): unread if it cannot read.
+            base = reread(base, self.reader.read(reader_pairs(question, candidates, chosen)), chosen, fit)
         return [round(float(p), 4) for p in base]
 
     def strength(self, question: str, candidates: list[Candidate]) -> list[float]:
