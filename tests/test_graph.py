@@ -364,7 +364,7 @@ async def test_evidence_that_does_not_answer_the_question_as_a_whole_is_withheld
 
     judged: list[tuple[str, int]] = []
 
-    def answered(self, question, pool, cutoff):  # the judgement is the seam here; tests/test_relevance.py judges
+    def answered(self, question, pool, cutoff, read=True):  # the seam here; tests/test_relevance.py judges
         judged.append((question, len(pool)))
         return Answered(0.12, 0.5)
 
@@ -408,11 +408,13 @@ def test_the_judgement_reads_each_sentence_once_and_not_web_runs(monkeypatch) ->
     from veracity.semantic.relevance import RelevanceScorer
 
     seen: list[list[tuple[float, str, str]]] = []
+    reads: list[bool] = []
     real = RelevanceScorer.answered
 
-    def spy(self, question, pool, cutoff):
+    def spy(self, question, pool, cutoff, read=True):
         seen.append(pool)
-        return real(self, question, pool, cutoff)
+        reads.append(read)
+        return real(self, question, pool, cutoff, read)
 
     monkeypatch.setattr(RelevanceScorer, "answered", spy)
     kept = _evidence("k1", "st1", "Ines Marrow founded the Caldera shipyard in 1902.")
@@ -435,6 +437,11 @@ def test_the_judgement_reads_each_sentence_once_and_not_web_runs(monkeypatch) ->
         (0.30, near[0].quote),  # once, at its best relevance over the branches
         (0.29, other.quote),
     ]
+    # market_brief sets no cut-off of its own: its pool may be read with the question; a template that sets its own
+    # (support_answer's curated help centre) is judged on relevances and words alone.
+    assert reads == [True, True]
+    answered(graph_context("support_answer", Recorder()), question, [kept], stats)
+    assert reads[-1] is False
     context.fetcher = object()  # type: ignore[assignment]  # a web run
     assert answered(context, question, [kept], stats) is None
 

@@ -12,7 +12,7 @@ from veracity.guards.relevance import check_relevance
 from veracity.guards.status import with_status
 from veracity.ports import ComposeRequest
 from veracity.semantic.model import process_semantics
-from veracity.semantic.relevance import Candidate, RelevanceScorer, fitted
+from veracity.semantic.relevance import Answered, Candidate, RelevanceScorer, fitted
 from veracity.specs.registry import SpecRegistry
 from veracity.synthesis import SectionFit
 
@@ -700,3 +700,63 @@ def test_runs_read_relevance_with_the_cross_encoder_only_when_the_settings_say_s
     assert run_context.relevance_reader(semantics, Settings(semantic={"reader": True})) is own
     assert own.reading_wanted  # its session will be made from the opened graph
     assert run_context.relevance_reader(Semantics(None, "off"), Settings(semantic={"reader": True})) is None
+
+
+def test_shipped_fit_has_a_read_judgement_that_beats_the_one_that_reads_no_sentence():
+    from veracity.semantic.relevance import READ_JUDGEMENT_FEATURES
+
+    fit = fitted()["semantic"]
+    judgement = fit["read_judgement"]
+    assert tuple(judgement["features"]) == READ_JUDGEMENT_FEATURES
+    assert len(judgement["weights"]) == len(READ_JUDGEMENT_FEATURES)
+    # Same pools, same folds: reading them must tell answered from unanswered better than relevances and words alone,
+    # and pass no fewer answerable pools of either source than that judgement does.
+    assert judgement["cv"]["auc"] > fit["answered"]["cv"]["auc"]
+    for source, judged in judgement["cv"]["by_source"].items():
+        assert judged["passed"] >= judgement["floor"][source] == fit["answered"]["cv"]["by_source"][source]["passed"]
+
+
+def test_the_judgement_reads_the_pool_s_best_sentences_with_the_question(model, reader):
+    """With a judge reader the question-level judgement reads the pool's best ``top`` sentences (no more) and says
+    so; the sentence relevances are the sentence model's all the same."""
+    question = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+    named = [
+        (
+            0.55,
+            "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer.",
+            "Kiss and Tell",
+        ),
+        (0.45, "Shirley Temple Black served as United States Chief of Protocol.", "Shirley Temple"),
+    ]
+    other = [(0.3, f"The Bachelor and the Bobby-Soxer sold {n} tickets in 1947.", "The Bachelor") for n in range(12)]
+    fit = fitted()["semantic"]
+    plain, judging = RelevanceScorer(model), RelevanceScorer(model, judge_reader=reader)
+    assert judging.mode == "semantic" and judging.threshold() == plain.threshold()
+    candidates = [Candidate(text, title) for _, text, title in named]
+    assert judging.score(question, candidates) == plain.score(question, candidates)
+    before = reader.pairs
+    yes = judging.answered(question, named + other, 0.32)
+    assert reader.pairs - before == fit["reader"]["top"]
+    assert yes.read and yes.cutoff == fit["read_judgement"]["threshold"]
+    no = judging.answered(question, other, 0.32)
+    assert no.probability < yes.probability and not no.passed
+    assert not plain.answered(question, named, 0.32).read
+    assert judging.answered(question, [], 0.32) == Answered(0.0, fit["read_judgement"]["threshold"], read=True)
+
+
+def test_runs_judge_with_the_cross_encoder_unless_the_settings_say_not(monkeypatch):
+    import veracity.runs.context as run_context
+    from veracity.semantic.model import Semantics, process_semantics
+    from veracity.semantic.nli import Contradiction, ContradictionModel
+    from veracity.settings import SemanticSettings, Settings
+
+    own, why = ContradictionModel.load()
+    assert own is not None, why
+    monkeypatch.setattr(run_context, "process_contradiction", lambda enabled=True: Contradiction(own))
+    semantics = process_semantics(True)
+    assert SemanticSettings().read_judgement is True
+    assert run_context.judgement_reader(semantics, Settings(semantic={"read_judgement": False})) is None
+    assert not own.reading_wanted
+    assert run_context.judgement_reader(semantics, Settings(semantic={"read_judgement": True})) is own
+    assert own.reading_wanted
+    assert run_context.judgement_reader(Semantics(None, "off"), Settings()) is None

@@ -265,6 +265,13 @@ class SemanticSettings(BaseModel):
         "the cross-encoder whatever VERACITY_SEMANTIC__CONTRADICTION says, and reads a template's own "
         "relevance.min_relevance on its own scale.",
     )
+    read_judgement: bool = Field(
+        default=True,
+        description="Let the question-level judgement (does what the run found answer the question at all?) read the "
+        "pool's best eight sentences together with the question with that cross-encoder, besides their relevances and "
+        "words; false = relevances and words alone. It loads the cross-encoder whatever "
+        "VERACITY_SEMANTIC__CONTRADICTION says.",
+    )
     max_candidates: int = Field(
         default=48,
         ge=1,

@@ -58,11 +58,14 @@ from veracity.semantic.model import SemanticModel, head_text, load_semantics
 from veracity.semantic.nli import ContradictionModel, process_contradiction
 from veracity.semantic.relevance import (
     ANSWERED_FEATURES,
+    READ_JUDGEMENT_FEATURES,
     READER_FEATURES,
     Candidate,
     answered_features,
     features,
     logit,
+    read_features,
+    read_values,
     reader_chosen,
     reader_pairs,
     reader_rows,
@@ -486,11 +489,19 @@ def pool_of(group: str, question: str, candidates: list[Candidate], labels: list
     return group, question, pool, int(any(labels))
 
 
-def fit_answered(pools: list[Pool], cutoff: float, floor: dict[str, float] | None = None) -> dict[str, Any]:
+def fit_answered(
+    pools: list[Pool],
+    cutoff: float,
+    floor: dict[str, float] | None = None,
+    extra: np.ndarray | None = None,
+    names: tuple[str, ...] = ANSWERED_FEATURES,
+) -> dict[str, Any]:
     """The question-level model over ``pools`` (sentences kept at ``cutoff``), its cut-off (best balanced accuracy
     out of fold, among the cut-offs that pass at least ``floor``'s share of each source's answerable pools) and
     figures per source."""
     x = np.vstack([answered_features(q, pool, cutoff) for _, q, pool, _ in pools])
+    if extra is not None:  # more columns per pool (the read judgement's)
+        x = np.column_stack([x, extra])
     y = np.array([label for *_, label in pools], dtype=np.float64)
     folds = np.array([fold(g) for g, *_ in pools])
     oof = np.zeros(len(y))
@@ -529,7 +540,7 @@ def fit_answered(pools: list[Pool], cutoff: float, floor: dict[str, float] | Non
         }
     passed, declined = balanced(threshold, everything)
     return {
-        "features": list(ANSWERED_FEATURES),
+        "features": list(names),
         **logistic_dict((w, b, m, s)),
         "threshold": threshold,
         "cv": {
@@ -567,6 +578,34 @@ def question_pools(
             p = reread(p, reader.read(reader_pairs(question, candidates, chosen)), chosen, fit)
         pools.append(pool_of(group, question, candidates, labels, p))
     return pools
+
+
+def read_columns(
+    read: list[Row],
+    oof: np.ndarray,
+    final: np.ndarray,
+    notes: list[Row],
+    sentence: LogisticModel,
+    model: SemanticModel | None,
+    reader: ContradictionModel,
+    fit: dict[str, Any],
+) -> np.ndarray:
+    """Per pool of ``question_pools`` (same order), the read judgement's columns: the reader head's relevance of the
+    pool's best ``fit["top"]`` sentences, out of fold for HotpotQA's readings (``final``, as ``fit_reader`` gave it),
+    by the fitted head for the notes (never in its material)."""
+    rows = []
+    start = 0
+    for group, _question, candidates, _labels in read:
+        p, f = oof[start : start + len(candidates)], final[start : start + len(candidates)]
+        start += len(candidates)
+        if not group.startswith("wiki:"):
+            rows.append(read_features(np.sort(f[reader_chosen(p, int(fit["top"]))])[::-1]))
+    for _group, question, candidates, _labels in notes:
+        p = sentence.probability(features(question, candidates, model)[0]) if candidates else np.zeros(0)
+        pool = [(float(v), c.text, c.title) for v, c in zip(p, candidates, strict=True)]
+        values = read_values(question, pool, reader, fit) if pool else np.zeros(0)
+        rows.append(read_features(values if values is not None else np.zeros(0)))
+    return np.vstack(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -677,6 +716,13 @@ def main(argv: list[str] | None = None) -> int:
         fit["answered"]["floor"] = floor
         print(f"{mode}, reader, question level: {json.dumps(fit['answered']['cv'])}")
         result[mode]["reader"] = fit
+        # The read judgement: the sentence model's pools (and cut-off), their best sentences read by the reader.
+        pools = question_pools(read, oof, notes, sentence, model)
+        extra = read_columns(read, oof, final, notes, sentence, model, reader, fit)
+        judgement = fit_answered(pools, result[mode]["threshold"], floor, extra, READ_JUDGEMENT_FEATURES)
+        judgement["floor"] = floor
+        print(f"{mode}, read judgement: {json.dumps(judgement['cv'])}")
+        result[mode]["read_judgement"] = judgement
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
     return 0

@@ -123,6 +123,9 @@ class Context:
     reader: ContradictionModel | None = None
     """The cross-encoder that reads each branch's best candidates with the question (``semantic.nli``); None = the
     sentence model alone decides relevance."""
+    judge_reader: ContradictionModel | None = None
+    """The cross-encoder the question-level judgement reads the pool's best sentences with; None = relevances and
+    words alone."""
     max_candidates: int = 48
     """Most candidate sentences one retrieve branch scores for relevance (each costs an embedding)."""
     thread: Thread | None = None
@@ -134,7 +137,7 @@ class Context:
 
     @property
     def relevance(self) -> RelevanceScorer:
-        return RelevanceScorer(self.semantic, self.reader)
+        return RelevanceScorer(self.semantic, self.reader, self.judge_reader)
 
     @property
     def screener(self) -> LearnedScreen:

@@ -75,6 +75,7 @@ def run_context(
         audit=audit,
         semantic=semantics.model,
         reader=relevance_reader(semantics, settings),
+        judge_reader=judgement_reader(semantics, settings),
         max_candidates=settings.semantic.max_candidates,
         thread=thread,
     )
@@ -83,7 +84,17 @@ def run_context(
 def relevance_reader(semantics: Semantics, settings: Settings) -> ContradictionModel | None:
     """The cross-encoder relevance reads candidates with (the judge's contradiction reader, one session per process),
     when the sentence model is loaded and ``semantic.reader`` allows it."""
-    if semantics.model is None or not settings.semantic.reader:
+    return _reading(semantics, settings.semantic.reader)
+
+
+def judgement_reader(semantics: Semantics, settings: Settings) -> ContradictionModel | None:
+    """The cross-encoder the question-level judgement reads the pool's best sentences with (the same one session),
+    when the sentence model is loaded and ``semantic.read_judgement`` allows it."""
+    return _reading(semantics, settings.semantic.read_judgement)
+
+
+def _reading(semantics: Semantics, allowed: bool) -> ContradictionModel | None:
+    if semantics.model is None or not allowed:
         return None
     reader = process_contradiction(True).model
     if reader is not None:

@@ -32,7 +32,7 @@ from veracity.guards.language import detect
 from veracity.guards.router import screen
 from veracity.guards.screen_model import learned_screen
 from veracity.ports import SearchHit, Source
-from veracity.runs.context import relevance_reader
+from veracity.runs.context import judgement_reader, relevance_reader
 from veracity.runs.service import RunService
 from veracity.semantic.relevance import Candidate, RelevanceScorer
 
@@ -102,9 +102,14 @@ def _corpora(service: RunService) -> list[str]:
 
 def _relevance(service: RunService, hits: list[SearchHit]) -> None:
     candidates = [Candidate(text=h.text[:300], title=h.title, position=i) for i, h in enumerate(hits[:3])]
-    RelevanceScorer(service.semantics.model, relevance_reader(service.semantics, service.settings)).score(
-        QUESTION, candidates
+    scorer = RelevanceScorer(
+        service.semantics.model,
+        relevance_reader(service.semantics, service.settings),
+        judgement_reader(service.semantics, service.settings),
     )
+    scores = scorer.score(QUESTION, candidates)
+    # The question-level judgement reads with the cross-encoder: its session is made here, not in the first run.
+    scorer.answered(QUESTION, [(p, c.text, c.title) for p, c in zip(scores, candidates, strict=True)], 0.3)
 
 
 def _judge(service: RunService, hits: list[SearchHit]) -> None:

@@ -25,8 +25,9 @@ as shipped reads (same batches, same numbers).
 
 Its files are located when the judge or a run's context is made; their pins are checked, the tokenizer read and the
 ONNX session made on the first read (about 0.6 s, about 230 MB resident once it has read; the graph is opened only
-when the reader is on, ``semantic.reader``, off by default: the first relevance score of such a process pays for it,
-and a session the judge made first is made again once). The server's warm-up does this at start-up. Thread-safe (one
+when relevance reads with it — the question-level judgement, ``semantic.read_judgement``, on by default, or the
+sentence reader, ``semantic.reader``, off by default — and a session the judge made first is then made again once).
+The server's warm-up does this at start-up. Thread-safe (one
 session, made under a lock; the tokenizer made once, its padding fixed). When it cannot load the judge keeps its
 rules and says so in every reason.
 """

@@ -37,7 +37,12 @@ the cross-encoder of ``semantic.nli`` (``read``: the mean of its last layer over
 over that reading, the contradiction logit and the sentence model's relevance gives their relevance
 (``READER_FEATURES``). The other candidates' relevance is the sentence model's, recalibrated onto the same scale
 (``unread``). The reader has its own cut-off and question-level judgement; without it (no ``onnx`` package, the
-setting off) the sentence model's apply.
+setting off) the sentence model's apply. Off by default (README, "The reader").
+
+**The read judgement** (``read_judgement``, ``RelevanceScorer`` with a ``judge_reader``; on by default): the
+question-level judgement over the sentence model's pool, with two more signals, the reader head's best relevance over
+the pool's best ``top`` sentences read with the question and the mean of its best three (``READ_JUDGEMENT_FEATURES``).
+The sentences that go on are the sentence model's all the same.
 
 **Whether the run's best passages answer the question at all** is a second, question-level judgement
 (``answered``): a sentence can clear the cut-off because it is close in meaning to the question while its pool
@@ -301,12 +306,41 @@ def answered_features(question: str, pool: list[tuple[float, str, str]], cutoff:
     )
 
 
+READ_JUDGEMENT_FEATURES = (*ANSWERED_FEATURES, "read_best", "read_top")
+"""The question-level judgement with the pool read (``read_judgement``): ``ANSWERED_FEATURES`` and, over the pool's
+best ``top`` sentences read with the question by the cross-encoder, the reader head's best relevance and the mean of
+its three best."""
+
+
+def read_values(
+    question: str, pool: list[tuple[float, str, str]], reader: ContradictionModel, fit: dict[str, Any]
+) -> np.ndarray | None:
+    """The reader head's relevance (``fit``: the reader's) of the pool's best ``fit["top"]`` sentences by relevance,
+    read with ``question``, best first; None when the cross-encoder cannot read."""
+    ranked = sorted(pool, key=lambda t: -t[0])[: int(fit["top"])]
+    read = reader.read([(titled(title, text), question) for _, text, title in ranked])
+    if read is None:
+        return None
+    base = np.array([p for p, _, _ in ranked], dtype=np.float64)
+    head = LogisticModel.from_dict(fit, READER_FEATURES).probability(reader_rows(base, *read))
+    return np.sort(head)[::-1]
+
+
+def read_features(values: np.ndarray) -> np.ndarray:
+    """``read_best`` and ``read_top`` of the reader head's relevances ``values`` (best first)."""
+    if len(values) == 0:
+        return np.zeros(2)
+    return np.array([float(values[0]), float(values[:ANSWERED_TOP].mean())])
+
+
 @dataclass(frozen=True)
 class Answered:
-    """The question-level judgement: the probability that the pool answers the question, and the fitted cut-off."""
+    """The question-level judgement: the probability that the pool answers the question, the fitted cut-off, and
+    whether the pool's best sentences were read with the question (``read_judgement``)."""
 
     probability: float
     cutoff: float
+    read: bool = False
 
     @property
     def passed(self) -> bool:
@@ -327,6 +361,9 @@ class RelevanceScorer:
 
     model: SemanticModel | None
     reader: ContradictionModel | None = None
+    judge_reader: ContradictionModel | None = None
+    """The cross-encoder the question-level judgement reads the pool's best sentences with (``read_judgement``);
+    None = it judges from the relevances and the words alone."""
 
     @property
     def logistic(self) -> LogisticModel:
@@ -366,8 +403,30 @@ class RelevanceScorer:
         fit = self._reader_fit
         return float(fit["threshold"]) if fit is not None else self.logistic.threshold
 
-    def answered(self, question: str, pool: list[tuple[float, str, str]], cutoff: float) -> Answered:
-        """Whether the pool of (relevance, text, title) answers ``question``; an empty pool answers nothing."""
+    @property
+    def _read_judgement(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The read judgement's fit and the reader head it reads with, when in use: a semantic model, the sentence
+        reader not in use (its own judgement applies), a judge reader that can read, a fit that has both."""
+        if self.model is None or self.judge_reader is None or self._reader_fit is not None:
+            return None
+        semantic = fitted()["semantic"]
+        if "read_judgement" not in semantic or "reader" not in semantic or not self.judge_reader.readable():
+            return None
+        return semantic["read_judgement"], semantic["reader"]
+
+    def answered(self, question: str, pool: list[tuple[float, str, str]], cutoff: float, read: bool = True) -> Answered:
+        """Whether the pool of (relevance, text, title) answers ``question``; an empty pool answers nothing.
+        ``read=False`` keeps the judgement of relevances and words even with a judge reader."""
+        reading = self._read_judgement if read else None
+        if reading is not None and self.judge_reader is not None:
+            gate, head = reading
+            if not pool:
+                return Answered(0.0, float(gate["threshold"]), read=True)
+            values = read_values(question, pool, self.judge_reader, head)
+            if values is not None:
+                model = LogisticModel.from_dict(gate, READ_JUDGEMENT_FEATURES)
+                x = np.r_[answered_features(question, pool, cutoff), read_features(values)]
+                return Answered(round(float(model.probability(x[None, :])[0]), 4), model.threshold, read=True)
         fit = self._reader_fit
         gate = (
             fit["answered"]
