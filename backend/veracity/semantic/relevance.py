@@ -255,6 +255,12 @@ def reader_rows(base: np.ndarray, contradiction: np.ndarray, reading: np.ndarray
     return np.column_stack([logit(base), contradiction, reading])
 
 
+def head_relevance(fit: dict[str, Any], base: np.ndarray, read: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The reader head's relevance (``fit``: the reader's) of candidates read (``read``) with sentence-model
+    relevance ``base``."""
+    return LogisticModel.from_dict(fit, READER_FEATURES).probability(reader_rows(base, *read))
+
+
 def reread(
     base: np.ndarray, read: tuple[np.ndarray, np.ndarray] | None, chosen: np.ndarray, fit: dict[str, Any]
 ) -> np.ndarray:
@@ -264,8 +270,7 @@ def reread(
     unread = LogisticModel.from_dict(fit["unread"], ("relevance",))
     out = unread.probability(logit(base)[:, None]) if len(base) else np.zeros(0)
     if read is not None and len(chosen):
-        head = LogisticModel.from_dict(fit, READER_FEATURES)
-        out[chosen] = head.probability(reader_rows(base[chosen], *read))
+        out[chosen] = head_relevance(fit, base[chosen], read)
     return np.asarray(out)
 
 
@@ -321,9 +326,7 @@ def read_values(
     read = reader.read([(titled(title, text), question) for _, text, title in ranked])
     if read is None:
         return None
-    base = np.array([p for p, _, _ in ranked], dtype=np.float64)
-    head = LogisticModel.from_dict(fit, READER_FEATURES).probability(reader_rows(base, *read))
-    return np.sort(head)[::-1]
+    return np.sort(head_relevance(fit, np.array([p for p, _, _ in ranked], dtype=np.float64), read))[::-1]
 
 
 def read_features(values: np.ndarray) -> np.ndarray:
