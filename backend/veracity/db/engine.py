@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 STARTUP_LOCK_KEY = 0x5645524143495459
@@ -56,6 +56,8 @@ def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     else:
         kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True)
     engine = create_async_engine(url, **kwargs)
+    if not is_sqlite(url):
+        event.listen(engine.sync_engine, "handle_error", _protocol_confusion_is_a_disconnect)
     if is_sqlite(url):
 
         @event.listens_for(engine.sync_engine, "connect")
@@ -68,6 +70,20 @@ def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
             cursor.close()
 
     return engine
+
+
+def _protocol_confusion_is_a_disconnect(context: ExceptionContext) -> None:
+    """asyncpg's "cannot switch to state N; another operation (M) is in progress" (``InternalClientError``) means
+    the connection's protocol is stuck mid-exchange: seen when the server ends a session (``runs_repo.bound_idle``'s
+    idle-in-transaction timeout, a terminated backend) while the client is between the server's error and the
+    socket's close. The connection can never be used again, but SQLAlchemy does not count it as a disconnect, so it
+    went back to the pool and the error was not transient. Counted as one, the connection is invalidated (dropped
+    from the pool) and the error carries ``connection_invalidated``, so ``db.transient`` retries the transaction on
+    a fresh connection (seen in CI: a thawed fenced write failed this way instead of as "connection is closed")."""
+    for cause in (context.original_exception, context.original_exception.__cause__):
+        if isinstance(cause, asyncpg.exceptions.InternalClientError) and "another operation" in str(cause):
+            context.is_disconnect = True
+            return
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
