@@ -223,6 +223,40 @@ async def test_a_killed_postgresql_connection_fails_as_transient(pg_url: str) ->
         await engine.dispose()
 
 
+async def _first_statement_failing_with(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, message: str
+) -> tuple[BaseException, bool]:
+    """Runs ``SELECT 1`` on an engine from ``make_engine`` whose checked-out asyncpg connection raises
+    ``InternalClientError(message)`` when it prepares; returns the error the caller saw and whether the next
+    checkout (with the driver healed) is a different, working connection."""
+    import asyncpg
+
+    from veracity.db.engine import make_engine
+
+    engine = make_engine(pg_url)
+    try:
+        async with engine.connect() as conn:
+            broken = (await conn.get_raw_connection()).driver_connection
+            assert isinstance(broken, asyncpg.Connection)
+            prepare = asyncpg.Connection.prepare
+
+            async def failing(self: asyncpg.Connection, *args: Any, **kwargs: Any) -> Any:
+                if self is broken:
+                    raise asyncpg.exceptions.InternalClientError(message)
+                return await prepare(self, *args, **kwargs)
+
+            monkeypatch.setattr(asyncpg.Connection, "prepare", failing)
+            with pytest.raises(Exception) as raised:
+                await conn.execute(text("SELECT 1"))
+        monkeypatch.setattr(asyncpg.Connection, "prepare", prepare)
+        async with engine.connect() as conn:
+            assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
+            replaced = (await conn.get_raw_connection()).driver_connection is not broken
+        return raised.value, replaced
+    finally:
+        await engine.dispose()
+
+
 async def test_a_stuck_asyncpg_protocol_is_a_disconnect_so_it_is_transient_and_leaves_the_pool(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,55 +265,22 @@ async def test_a_stuck_asyncpg_protocol_is_a_disconnect_so_it_is_transient_and_l
     CI after an idle-in-transaction timeout). The window is too narrow to hit on purpose, so the driver connection
     is made to raise exactly that error; the engine (``make_engine``) must count it as a disconnect: the error is
     transient and the broken connection is not handed out again."""
-    import asyncpg
-
-    from veracity.db.engine import make_engine
-
-    engine = make_engine(pg_url)
-    try:
-        async with engine.connect() as conn:
-            raw = await conn.get_raw_connection()
-            broken = raw.driver_connection
-            assert isinstance(broken, asyncpg.Connection)
-
-            prepare = asyncpg.Connection.prepare
-
-            async def stuck(self: asyncpg.Connection, *args: Any, **kwargs: Any) -> Any:
-                if self is broken:
-                    raise asyncpg.exceptions.InternalClientError(
-                        "cannot switch to state 15; another operation (2) is in progress"
-                    )
-                return await prepare(self, *args, **kwargs)
-
-            monkeypatch.setattr(asyncpg.Connection, "prepare", stuck)
-            with pytest.raises(Exception, match="another operation") as raised:
-                await conn.execute(text("SELECT 1"))
-        assert is_transient(raised.value)
-        assert getattr(raised.value, "connection_invalidated", False)
-        async with engine.connect() as conn:  # the next checkout is a fresh connection that works
-            assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
-            assert (await conn.get_raw_connection()).driver_connection is not broken
-    finally:
-        await engine.dispose()
+    error, replaced = await _first_statement_failing_with(
+        pg_url, monkeypatch, "cannot switch to state 15; another operation (2) is in progress"
+    )
+    assert "another operation" in str(error)
+    assert is_transient(error)
+    assert getattr(error, "connection_invalidated", False)
+    assert replaced  # the next checkout is a fresh connection that works
 
 
 async def test_other_asyncpg_client_errors_are_not_counted_as_disconnects(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import asyncpg
-
-    from veracity.db.engine import make_engine
-
-    engine = make_engine(pg_url)
-    try:
-        async with engine.connect() as conn:
-
-            async def odd(*_args: Any, **_kwargs: Any) -> Any:
-                raise asyncpg.exceptions.InternalClientError("something else went wrong in the client")
-
-            monkeypatch.setattr(asyncpg.Connection, "prepare", odd)
-            with pytest.raises(Exception, match="something else") as raised:
-                await conn.execute(text("SELECT 1"))
-            assert not is_transient(raised.value)
-    finally:
-        await engine.dispose()
+    error, replaced = await _first_statement_failing_with(
+        pg_url, monkeypatch, "something else went wrong in the client"
+    )
+    assert "something else" in str(error)
+    assert not is_transient(error)
+    assert not getattr(error, "connection_invalidated", False)
+    assert not replaced  # the connection stays in the pool and is handed out again

@@ -58,7 +58,7 @@ def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     engine = create_async_engine(url, **kwargs)
     if not is_sqlite(url):
         event.listen(engine.sync_engine, "handle_error", _protocol_confusion_is_a_disconnect)
-    if is_sqlite(url):
+    else:
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
