@@ -122,6 +122,46 @@ def semantic_model_figures() -> None:
         f"(process now {rss_mb():.0f} MB)"
     )
     contradiction_reader_figures(semantics)
+    screen_figures(semantics)
+
+
+def screen_figures(semantics: Any) -> None:
+    """The screen's learned layer per message, reading with the cross-encoder (the default) and without, side by
+    side on the same messages (the reader's session already made by the judge's figures above)."""
+    from veracity.guards.screen_model import learned_screen, screen_reader
+
+    reader = screen_reader(semantics.model)
+    if reader is None:
+        print("screen: the cross-encoder is off or not loaded; nothing to compare")
+        return
+    messages = [
+        "How has solar power grown in Germany?",
+        "I'm back to self harming weekly now",
+        "Should I give my 2-year-old melatonin?",
+        "What is the outlook for nuclear power?",
+        "I've been charged with drunk driving, what should I do?",
+        "My landlord kept my deposit for normal wear and tear. Can I get it back? It was 900 pounds.",
+    ]
+    timings = {}
+    for name, screener in (
+        ("with", learned_screen(semantics.model, reader)),
+        ("without", learned_screen(semantics.model)),
+    ):
+        screener.score(messages[0])  # warm
+        started = time.perf_counter()
+        for _ in range(5):
+            for message in messages:
+                screener._score(message)  # a first screening: ``score`` remembers messages it has seen
+        timings[name] = (time.perf_counter() - started) / (5 * len(messages)) * 1000
+    started = time.perf_counter()
+    for message in messages:
+        learned_screen(semantics.model, reader).score(message)
+    remembered = (time.perf_counter() - started) / len(messages) * 1000
+    print(
+        f"screen: {timings['with']:.1f} ms a message reading with the cross-encoder (default), "
+        f"{timings['without']:.1f} ms without ({timings['with'] / timings['without']:.1f}x); "
+        f"{remembered:.2f} ms for a message screened before (the reviewer's screen of a run's question)"
+    )
 
 
 def contradiction_reader_figures(semantics: Any) -> None:

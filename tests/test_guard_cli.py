@@ -161,7 +161,7 @@ def test_screen_protects_on_a_template_without_advice_packs_and_explains(tmp_pat
         ("landlord", "escalate"),  # market_brief carries the crisis pack only; every template is screened alike
     ]
     landlord = results[2]
-    assert landlord["domain"] == "legal" and landlord["mode"] == "semantic"
+    assert landlord["domain"] == "legal" and landlord["mode"] == "semantic+reader"
     assert set(landlord["probabilities"]) == {"crisis", "legal", "medical", "financial"}
     assert len(landlord["nearest"]) == 3 and all({"label", "similarity", "text"} <= set(e) for e in landlord["nearest"])
     text = run(["screen", str(messages), "--template", "market_brief"], tmp_path / "cli.db").stdout

@@ -96,7 +96,7 @@ def test_learned_screen_escalates_personal_requests_no_pattern_knows() -> None:
     right = [d for d, domain in decisions if (d.route, d.domain) == ("escalate", domain)]
     assert len(right) >= 6, [(d.route, d.reason) for d, _ in decisions]
     for d in right:
-        assert d.mode == "semantic" and len(d.nearest) == 3
+        assert d.mode == "semantic+reader" and len(d.nearest) == 3
         if d.layer == "classifier":
             assert d.reason.startswith(f"classifier: personal {d.domain} question (p {d.score:.2f} >= ")
 
@@ -390,3 +390,81 @@ def test_everyday_false_alarms_count_every_route_but_proceed_per_file(tmp_path: 
     assert result["everyday.jsonl"]["flagged_texts"] == [("crisis", "I want to kill myself tonight")]
     assert (result["notes_questions.jsonl"]["n"], result["notes_questions.jsonl"]["flagged"]) == (1, 0)
     assert "1/2" in format_everyday(result).splitlines()[0]
+
+
+# ---- the cross-encoder's reading ------------------------------------------------------------------------------------
+
+
+def test_by_default_the_screen_reads_each_message_with_the_cross_encoder_and_says_so() -> None:
+    """The shipped screen reads the message together with ``READING`` (the judge's cross-encoder) besides its
+    embedding and cues; its probability is the fitted model's over exactly those columns."""
+    from veracity.guards.router import default_screener
+    from veracity.guards.screen_model import READING_WIDTH, reading_rows
+
+    screener = default_screener()
+    assert screener.mode == "semantic+reader" and screener.reader is not None
+    d = decide("i wish for my death i do not wanna be a part of this sick world")
+    assert d.mode == "semantic+reader" and d.route == "crisis"
+    text = normalise("How do I renew my passport before a trip?")
+    reading = reading_rows([text], screener.reader)
+    assert reading is not None and reading.shape == (1, READING_WIDTH)
+    rows = feature_rows([text], screener.semantic, reading=reading)
+    head = screener.heads["financial"]  # a head without neighbours: its model alone
+    assert head.neighbours == 0
+    assert screener.score(text).probabilities["financial"] == pytest.approx(head.model.probability(rows)[0])
+    d = decide(text)
+    assert d.route == "proceed" and "semantic+reader" in d.reason
+
+
+def test_with_the_reading_turned_off_the_screen_fitted_without_it_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from veracity.guards.screen_model import process_screen
+    from veracity.settings import get_settings
+
+    monkeypatch.setenv("VERACITY_SEMANTIC__SCREEN_READER", "false")
+    get_settings.cache_clear()
+    try:
+        screener = process_screen(process_semantics(True).model)
+        assert screener.mode == "semantic" and screener.reader is None
+        d = screen("I'm back to self harming weekly now", ALL, screener)
+        assert d.mode == "semantic" and "semantic+reader" not in d.reason
+    finally:
+        monkeypatch.delenv("VERACITY_SEMANTIC__SCREEN_READER")
+        get_settings.cache_clear()
+
+
+def test_a_cross_encoder_that_cannot_read_leaves_the_screen_fitted_without_it() -> None:
+    """The cross-encoder's session could not be made (a file not the pinned one, a runtime that cannot run it):
+    the message is scored by the heads fitted without the reading, and the decision says which."""
+    from veracity.guards.screen_model import learned_screen
+    from veracity.semantic.nli import ContradictionModel
+
+    broken, why = ContradictionModel.load()
+    assert broken is not None, why
+    broken.want_reading()
+    broken.failure = "its session could not be made (test)"  # as _ready records a failed session
+    semantic = process_semantics(True).model
+    screener = learned_screen(semantic, broken)
+    assert screener.mode == "semantic+reader"
+    text = "I usually just use rubber bands or ice to self harm, but that doesn't always satisfy the urge"
+    fallback = learned_screen(semantic).score(text)
+    score = screener.score(text)
+    assert score.mode == "semantic" and score.probabilities == fallback.probabilities
+    assert screen(text, ALL, screener).mode == "semantic"
+
+
+def test_a_message_screened_twice_is_read_once_and_explained_either_way() -> None:
+    """A run's route and its reviewer screen the same question: the second score is the first, remembered, so the
+    cross-encoder reads the message once; whether the first asked for the nearest examples does not matter."""
+    from veracity.guards.router import default_screener
+
+    screener = default_screener()
+    assert screener.reader is not None
+    text = "Where can I find the minutes of the residents' association meeting held in March 2019?"
+    read_before = screener.reader.pairs
+    quiet = screener.score(text, explain=False)
+    assert screener.reader.pairs == read_before + 1 and quiet.nearest == []
+    explained = screener.score(text)
+    again = screen(text, ALL, screener)
+    assert screener.reader.pairs == read_before + 1  # remembered: not read again
+    assert len(explained.nearest) == 3 and explained.probabilities == quiet.probabilities
+    assert again.route == "proceed" and again.nearest == explained.nearest

@@ -464,7 +464,7 @@ async def _verify(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _screen(args: argparse.Namespace, settings: Settings) -> int:
     from veracity.guards.io import ScreenItem, parse_lines, screen_items
-    from veracity.guards.screen_model import learned_screen
+    from veracity.guards.screen_model import process_screen
     from veracity.semantic.model import process_semantics
     from veracity.specs.policy import all_packs_policy
     from veracity.specs.registry import SpecRegistry
@@ -472,7 +472,7 @@ async def _screen(args: argparse.Namespace, settings: Settings) -> int:
     policy = SpecRegistry.load().get(args.template).policy if args.template else all_packs_policy()
     lines, source = _read_lines(args.file)
     items = parse_lines(lines, ScreenItem, source)
-    screener = learned_screen(process_semantics(settings.semantic.enabled).model)
+    screener = process_screen(process_semantics(settings.semantic.enabled).model)
     for result in screen_items(items, policy, screener):
         if args.json:
             print(json.dumps(result))

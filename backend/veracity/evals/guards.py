@@ -23,7 +23,7 @@ from veracity.evals.safety import (
     format_safety,
 )
 from veracity.evals.wice import evaluate_wice, format_wice
-from veracity.guards.screen_model import CLASSES, fitted_summary
+from veracity.guards.screen_model import CLASSES, MODES, fitted_summary
 from veracity.specs.policy import all_packs_policy
 
 DEFAULT_DATA = Path("../shared/eval-data")
@@ -37,11 +37,11 @@ def format_screen_fit(summary: dict[str, Any]) -> str:
     lines = [f"fitted {summary['fitted']} on {summary['counts']} ({summary['split']})"]
     for source in summary["sources"]:
         lines.append(f"  source: {source['path']} ({source['messages']} messages, {source['licence']})")
-    for mode in ("semantic", "lexical"):
+    for mode in MODES:
         cv = summary[mode]
         routes = cv["routes"]
         lines.append(
-            f"{mode:8}  crisis recall {routes['crisis_recall']:.3f}, false crisis {routes['false_crisis']:.3f}, "
+            f"{mode:15}  crisis recall {routes['crisis_recall']:.3f}, false crisis {routes['false_crisis']:.3f}, "
             f"advice recall {routes['advice_recall']:.3f}, false escalation {routes['false_escalation_on_none']:.3f}"
         )
         for name in CLASSES:

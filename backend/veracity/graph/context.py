@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from veracity.events import Event
-from veracity.guards.screen_model import LearnedScreen, learned_screen
+from veracity.guards.screen_model import LearnedScreen, process_screen
 from veracity.ports import (
     Composer,
     GroundingJudge,
@@ -141,8 +141,9 @@ class Context:
 
     @property
     def screener(self) -> LearnedScreen:
-        """The screen's learned layer for this process's semantic model (lexical without it)."""
-        return learned_screen(self.semantic)
+        """The screen's learned layer for this process's semantic model (lexical without it), reading with the
+        cross-encoder when the settings allow it."""
+        return process_screen(self.semantic)
 
 
 def _default_composer() -> Composer:

@@ -8,7 +8,8 @@ answer text, never whether the asker is protected, so each spec's own phrases ar
    ("kill myself", "my client", "should I invest") instantly.
 
 2. **The learned screen** (:mod:`veracity.guards.screen_model`): small networks (or logistic models, whichever won
-   out of fold) over the message's meaning (the semantic model's sentence embedding) and general cues, fitted on
+   out of fold) over the message's meaning (the semantic model's sentence embedding and, by default, the
+   cross-encoder's reading of it with "The writer wants to harm or kill themselves.") and general cues, fitted on
    material written for the purpose, with cross-validated figures shipped beside the weights. It catches what the
    patterns do not know: forum language, oblique despair, method questions, a personal legal, medical or financial
    question in any wording.
@@ -28,7 +29,7 @@ from functools import cache
 from typing import Literal
 
 from veracity.guards.cues import SHOWN, normalise
-from veracity.guards.screen_model import ADVICE, CRISIS, Example, LearnedScreen, ScreenScore, learned_screen
+from veracity.guards.screen_model import ADVICE, CRISIS, Example, LearnedScreen, ScreenScore, process_screen
 from veracity.semantic.model import process_semantics
 from veracity.specs.models import Policy
 
@@ -53,7 +54,7 @@ class RouteDecision:
     nearest: list[Example] = field(default_factory=list)
     """The training examples closest in meaning (semantic mode only)."""
     mode: str = ""
-    """``semantic`` or ``lexical``: which learned models scored the message."""
+    """``semantic+reader``, ``semantic`` or ``lexical``: which learned models scored the message."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,9 @@ def _compiled_locked(policy: Policy) -> _Compiled:
 
 
 def default_screener() -> LearnedScreen:
-    """The process's learned screen: semantic when the process's model is loaded, lexical otherwise."""
-    return learned_screen(process_semantics().model)
+    """The process's learned screen: semantic when the process's model is loaded (reading with the cross-encoder when
+    the settings allow it), lexical otherwise."""
+    return process_screen(process_semantics().model)
 
 
 def _label(domain: str) -> str:

@@ -17,6 +17,10 @@ crisis (a missed crisis costs far more than a false one, which still gets a kind
 cut-offs that flag at most ``MAX_FALSE_POSITIVE_RATE`` of the class's negatives out of fold. Folds: 5, fixed by the
 SHA-256 of the text, so every run agrees; a message's neighbours come from its training folds only. Crisis is
 scored as at run time: the highest of the whole message and each sentence.
+
+Three modes are fitted, each on the same folds: ``semantic+reader`` (the sentence embedding, the cues and the
+cross-encoder's reading of the message with ``screen_model.READING``), ``semantic`` (without the reading: the
+screen when the cross-encoder is off or cannot read) and ``lexical`` (cues and domain terms only).
 """
 
 from __future__ import annotations
@@ -32,10 +36,11 @@ from typing import Any
 import numpy as np
 
 from veracity.guards.screen_material import FOLDS, Material, read_material
-from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES
+from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES, MODES, READING, READING_FEATURES
 from veracity.semantic.logistic import auc
 from veracity.semantic.model import load_semantics
 from veracity.semantic.network import EPOCHS, HIDDEN, LEARNING_RATE, SEED, family_dict, fit_family
+from veracity.semantic.nli import process_contradiction
 
 L2_GRID = (0.01, 0.1, 1.0)
 DECAY_GRID = (0.001, 0.01)
@@ -177,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} messages: {dict(sorted(counts.items()))}", file=sys.stderr)
     semantic = Material(rows, semantics.model)
     lexical = Material(rows, None)
+    reader = process_contradiction(True).model
+    if reader is None:
+        print(f"screen_fit: the cross-encoder is needed ({process_contradiction(True).reason})", file=sys.stderr)
+        return 2
+    reader.want_reading()
+    read = Material(rows, semantics.model, reader)
     fitted: dict[str, Any] = {
         "model": semantics.model.id,
         "fitted": datetime.now(UTC).date().isoformat(),
@@ -204,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             for path in sorted(args.training.glob("*.jsonl"))
         ],
         "counts": dict(sorted(counts.items())),
+        "reading": {"model": reader.id, "statement": READING},
+        "semantic+reader": fit_mode(read, ("embedding",) + LEXICAL_FEATURES + READING_FEATURES),
         "semantic": fit_mode(semantic, ("embedding",) + LEXICAL_FEATURES),
         "lexical": fit_mode(lexical, LEXICAL_FEATURES),
     }
@@ -216,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         labels=np.asarray([r["label"] for r in rows]),
         texts=np.asarray([r["text"] for r in rows]),
     )
-    for mode in ("semantic", "lexical"):
+    for mode in MODES:
         cv = fitted[mode]["cv"]
         print(f"== {mode} ==")
         for name in CLASSES:

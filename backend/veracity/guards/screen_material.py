@@ -14,9 +14,19 @@ from pathlib import Path
 import numpy as np
 
 from veracity.guards.cues import normalise
-from veracity.guards.screen_model import CLASSES, CRISIS, LEXICAL_FEATURES, MAX_SENTENCES, feature_rows, neighbour_share
+from veracity.guards.screen_model import (
+    CLASSES,
+    CRISIS,
+    LEXICAL_FEATURES,
+    MAX_SENTENCES,
+    READING_WIDTH,
+    feature_rows,
+    neighbour_share,
+    reading_rows,
+)
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.network import Fitted, fit_family, predict_family
+from veracity.semantic.nli import ContradictionModel
 from veracity.text import sentence_spans
 
 FOLDS = 5
@@ -46,12 +56,14 @@ def read_material(folder: Path) -> list[dict[str, str]]:
 
 
 class Material:
-    """Feature rows of every message and of each message's sentences (for the crisis model's per-sentence max)."""
+    """Feature rows of every message and of each message's sentences (for the crisis model's per-sentence max);
+    with ``reader``, the cross-encoder's reading of each after them (``screen_model.reading_rows``)."""
 
-    def __init__(self, rows: list[dict[str, str]], semantic: SemanticModel | None) -> None:
+    def __init__(
+        self, rows: list[dict[str, str]], semantic: SemanticModel | None, reader: ContradictionModel | None = None
+    ) -> None:
         self.rows = rows
         texts = [r["text"] for r in rows]
-        self.x = feature_rows(texts, semantic)
         owners: list[int] = []
         pieces: list[str] = []
         for i, text in enumerate(texts):
@@ -59,11 +71,19 @@ class Material:
             if len(sentences) > 1:
                 pieces += [s for s in sentences if s != text]
                 owners += [i] * sum(1 for s in sentences if s != text)
-        self.sentence_x = feature_rows(pieces, semantic) if pieces else np.zeros((0, self.x.shape[1]))
+        readings: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        if reader is not None:
+            readings = (reading_rows(texts, reader), reading_rows(pieces, reader))
+            if readings[0] is None or readings[1] is None:
+                raise RuntimeError(f"the cross-encoder cannot read: {reader.failure or 'its graph cannot be opened'}")
+        self.x = feature_rows(texts, semantic, reading=readings[0])
+        self.sentence_x = (
+            feature_rows(pieces, semantic, reading=readings[1]) if pieces else np.zeros((0, self.x.shape[1]))
+        )
         self.sentence_owner = np.asarray(owners, dtype=int)
         self.folds = np.asarray([fold_of(t) for t in texts])
         self.labels = np.asarray([r["label"] for r in rows])
-        dim = self.x.shape[1] - len(LEXICAL_FEATURES)
+        dim = self.x.shape[1] - len(LEXICAL_FEATURES) - (READING_WIDTH if reader is not None else 0)
         self.vectors = self.x[:, :dim] if semantic is not None else None
         self.sentence_vectors = self.sentence_x[:, :dim] if semantic is not None else None
         self._fold_models: dict[tuple[str, str, float, int], Fitted] = {}

@@ -9,7 +9,12 @@ Features, the same at fitting and at run time (:func:`feature_rows`):
 - the general cues of :mod:`veracity.guards.cues` (first person, a narrative, "should I", intent, method ...), one
   binary feature each;
 - per domain, whether the shipped policy packs' terms for it occur (none, one, two or more) and whether the asker
-  owns one ("my tax return").
+  owns one ("my tax return");
+- with the cross-encoder (``semantic.nli``, the judge's contradiction reader) when it is allowed
+  (``VERACITY_SEMANTIC__SCREEN_READER``) and can read: its reading of the message together with one statement,
+  ``READING`` ("The writer wants to harm or kill themselves."): the mean of its last layer (384 numbers) and its
+  logit. The sentence model embeds the message alone; the cross-encoder reads it word against word with what a
+  crisis is, and out of fold that raised crisis recall at the same false-crisis bound (see the README).
 
 Each class has its own one-vs-rest model: a logistic regression or a network with one hidden layer, whichever
 the fit found better out of fold (``family`` in the file). With the semantic model, a class's probability may be
@@ -27,7 +32,9 @@ says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -38,6 +45,8 @@ from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.network import NetworkModel, model_from_dict
+from veracity.semantic.nli import ContradictionModel, process_contradiction
+from veracity.settings import get_settings
 from veracity.text import sentence_spans
 
 CRISIS = "crisis"
@@ -45,8 +54,15 @@ ADVICE = ("legal", "medical", "financial")
 CLASSES = (CRISIS, *ADVICE)
 DOMAIN_FEATURES = tuple(f"terms_{d}" for d in CLASSES) + ("owned_domain",)
 LEXICAL_FEATURES = CUE_NAMES + DOMAIN_FEATURES
+READING = "The writer wants to harm or kill themselves."
+"""The statement the cross-encoder reads each message with (the only wording tried; chosen before any figure)."""
+READING_FEATURES = ("reading", "reading_logit")
+"""Named as the fitted file names them: ``reading`` stands for the 384 numbers of the last layer's mean."""
+READING_WIDTH = 385
 MAX_SENTENCES = 8
 """Sentences of one message scored on their own for crisis (a longer message keeps its first ones)."""
+REMEMBERED = 256
+"""Messages whose scores a screen keeps (most recently used first out)."""
 NEAREST = 3
 
 
@@ -98,17 +114,33 @@ def lexical_features(text: str) -> tuple[np.ndarray, dict[str, str]]:
     return np.asarray(row, dtype=np.float32), cues
 
 
+def reading_rows(texts: list[str], reader: ContradictionModel) -> np.ndarray | None:
+    """Per text, the cross-encoder's reading of it with ``READING``: [last layer's mean, logit] (``READING_WIDTH``
+    columns); None when the reader cannot read (its session could not be made)."""
+    if not texts:
+        return np.zeros((0, READING_WIDTH), dtype=np.float32)
+    read = reader.read([(text, READING) for text in texts]) if reader.readable() else None
+    if read is None:
+        return None
+    logits, hidden = read
+    return np.hstack([hidden, logits[:, None].astype(np.float32)])
+
+
 def feature_rows(
-    texts: list[str], semantic: SemanticModel | None, lexical: list[np.ndarray] | None = None
+    texts: list[str],
+    semantic: SemanticModel | None,
+    lexical: list[np.ndarray] | None = None,
+    reading: np.ndarray | None = None,
 ) -> np.ndarray:
-    """One row per normalised text: [embedding, lexical features] with the model, lexical features without.
-    ``lexical`` holds rows already computed for the first texts."""
+    """One row per normalised text: [embedding, lexical features] with the model, lexical features without, and
+    the cross-encoder's ``reading`` (``reading_rows``) after them when given. ``lexical`` holds rows already
+    computed for the first texts."""
     known = lexical or []
     rows = known + [lexical_features(t)[0] for t in texts[len(known) :]]
     matrix = np.stack(rows) if rows else np.zeros((0, len(LEXICAL_FEATURES)))
-    if semantic is None:
-        return matrix
-    return np.hstack([semantic.encode(texts), matrix])
+    if semantic is not None:
+        matrix = np.hstack([semantic.encode(texts), matrix])
+    return matrix if reading is None else np.hstack([matrix, reading])
 
 
 @dataclass(frozen=True)
@@ -159,19 +191,23 @@ class ScreenScore:
 
 
 class LearnedScreen:
-    """The fitted heads for one mode (``semantic`` or ``lexical``) and, with the model, the training examples'
-    vectors for ``nearest``."""
+    """The fitted heads for one mode (``semantic+reader``, ``semantic`` or ``lexical``) and, with the model, the
+    training examples' vectors for ``nearest``."""
 
     def __init__(
         self,
         heads: dict[str, Head],
         semantic: SemanticModel | None,
         examples: tuple[np.ndarray, list[str], list[str]] | None = None,
+        reader: ContradictionModel | None = None,
     ) -> None:
         self.heads = heads
         self.semantic = semantic
         self.examples = examples
-        self.mode = "semantic" if semantic is not None else "lexical"
+        self.reader = reader if semantic is not None else None
+        self.mode = "lexical" if semantic is None else "semantic+reader" if self.reader is not None else "semantic"
+        self._remembered: OrderedDict[str, ScreenScore] = OrderedDict()
+        self._lock = threading.Lock()
         self._pools: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
         """Per class with neighbours: which training messages are its pool (None: all of them; the advice classes
         exclude crises, as their models were fitted) and which of those are that class."""
@@ -183,14 +219,34 @@ class LearnedScreen:
                     self._pools[name] = (pool, (labels if pool is None else labels[pool]) == name)
 
     def score(self, text: str, *, explain: bool = True) -> ScreenScore:
-        """Every class's probability for one message; ``explain`` adds the nearest training examples."""
+        """Every class's probability for one message; ``explain`` adds the nearest training examples. The last
+        ``REMEMBERED`` messages' scores are kept: a run's route and its reviewer screen the same question, and the
+        cross-encoder's reading is most of a score's cost."""
         text = normalise(text)
+        with self._lock:
+            known = self._remembered.get(text)
+            if known is not None:
+                self._remembered.move_to_end(text)
+        if known is None:
+            known = self._score(text)
+            with self._lock:
+                self._remembered[text] = known
+                while len(self._remembered) > REMEMBERED:
+                    self._remembered.popitem(last=False)
+        return known if explain or not known.nearest else replace(known, nearest=[])
+
+    def _score(self, text: str) -> ScreenScore:
         sentences = [text[s:e] for s, e in sentence_spans(text)][:MAX_SENTENCES]
         pieces = [text]
         if self.heads[CRISIS].by_sentence and len(sentences) > 1:
             pieces += [s for s in sentences if s != text]
+        reading = None
+        if self.reader is not None:
+            reading = reading_rows(pieces, self.reader)
+            if reading is None:  # the cross-encoder cannot read (its session failed): the screen fitted without it
+                return learned_screen(self.semantic).score(text)
         whole, cues = lexical_features(text)
-        rows = feature_rows(pieces, self.semantic, [whole])
+        rows = feature_rows(pieces, self.semantic, [whole], reading)
         # Each piece against every training message, once: the neighbours and the explanation both read it.
         similarity = None
         if self.examples is not None:
@@ -207,7 +263,7 @@ class LearnedScreen:
             probabilities=probabilities,
             thresholds={name: head.threshold for name, head in self.heads.items()},
             cues=cues,
-            nearest=self._nearest(similarity[0]) if explain and similarity is not None else [],
+            nearest=self._nearest(similarity[0]) if similarity is not None else [],
             sentence=sentence,
             mode=self.mode,
         )
@@ -246,13 +302,36 @@ def _fitted() -> dict[str, Any]:
     return load_fit("veracity.guards", "screen.json")
 
 
+MODES = ("semantic+reader", "semantic", "lexical")
+
+
 @cache
-def learned_screen(semantic: SemanticModel | None) -> LearnedScreen:
-    """The screen for this process's semantic model (or the lexical one), loaded once."""
-    fitted = _fitted()["semantic" if semantic is not None else "lexical"]
+def learned_screen(semantic: SemanticModel | None, reader: ContradictionModel | None = None) -> LearnedScreen:
+    """The screen for a semantic model (or the lexical one) and, with it, the cross-encoder, loaded once each.
+    Without the sentence model the reader is not used (the fit read both together)."""
+    reader = reader if semantic is not None else None
+    mode = "lexical" if semantic is None else "semantic+reader" if reader is not None else "semantic"
+    fitted = _fitted()[mode]
     features = tuple(fitted["features"])
     heads = {name: Head.from_fit(fitted["heads"][name], features) for name in CLASSES}
-    return LearnedScreen(heads, semantic, _examples() if semantic is not None else None)
+    return LearnedScreen(heads, semantic, _examples() if semantic is not None else None, reader)
+
+
+def screen_reader(semantic: SemanticModel | None) -> ContradictionModel | None:
+    """The cross-encoder the screen reads messages with (the process's one session, shared with the judge and
+    relevance), when the sentence model is loaded and ``semantic.screen_reader`` allows it."""
+    if semantic is None or not get_settings().semantic.screen_reader:
+        return None
+    reader = process_contradiction(True).model
+    if reader is not None:
+        reader.want_reading()
+    return reader
+
+
+def process_screen(semantic: SemanticModel | None) -> LearnedScreen:
+    """The process's screen: with the cross-encoder's reading when the settings allow it, with the sentence model
+    alone otherwise, lexical without the sentence model."""
+    return learned_screen(semantic, screen_reader(semantic))
 
 
 def fitted_summary() -> dict[str, Any]:
@@ -261,12 +340,12 @@ def fitted_summary() -> dict[str, Any]:
     fitted = _fitted()
     chosen = ("family", "penalty", "neighbours", "by_sentence")
     return (
-        {k: v for k, v in fitted.items() if k not in ("semantic", "lexical")}
-        | {mode: fitted[mode]["cv"] for mode in ("semantic", "lexical")}
+        {k: v for k, v in fitted.items() if k not in MODES}
+        | {mode: fitted[mode]["cv"] for mode in MODES}
         | {
             "models": {
                 mode: {name: {k: head.get(k) for k in chosen} for name, head in fitted[mode]["heads"].items()}
-                for mode in ("semantic", "lexical")
+                for mode in MODES
             }
         }
     )

@@ -30,7 +30,7 @@ from functools import partial
 from veracity.guards.judge import LearnedJudge
 from veracity.guards.language import detect
 from veracity.guards.router import screen
-from veracity.guards.screen_model import learned_screen
+from veracity.guards.screen_model import process_screen
 from veracity.ports import SearchHit, Source
 from veracity.runs.context import judgement_reader, relevance_reader
 from veracity.runs.service import RunService
@@ -120,6 +120,6 @@ def _judge(service: RunService, hits: list[SearchHit]) -> None:
 
 
 def _screen(service: RunService) -> None:
-    screener = learned_screen(service.semantics.model)
+    screener = process_screen(service.semantics.model)
     for spec in service.registry.all():  # each template's phrase lists are compiled once, at first screen
         screen(QUESTION, spec.policy, screener)

