@@ -128,9 +128,10 @@ def semantic_model_figures() -> None:
 def screen_figures(semantics: Any) -> None:
     """The screen's learned layer per message, reading with the cross-encoder (the default) and without, side by
     side on the same messages (the reader's session already made by the judge's figures above)."""
-    from veracity.guards.screen_model import learned_screen, screen_reader
+    from veracity.guards.screen_model import learned_screen
+    from veracity.semantic.nli import reading_model
 
-    reader = screen_reader(semantics.model)
+    reader = reading_model(True) if semantics.model is not None else None
     if reader is None:
         print("screen: the cross-encoder is off or not loaded; nothing to compare")
         return
@@ -153,9 +154,12 @@ def screen_figures(semantics: Any) -> None:
             for message in messages:
                 screener._score(message)  # a first screening: ``score`` remembers messages it has seen
         timings[name] = (time.perf_counter() - started) / (5 * len(messages)) * 1000
+    screener = learned_screen(semantics.model, reader)
+    for message in messages:
+        screener.score(message)  # screened once: remembered from here on
     started = time.perf_counter()
     for message in messages:
-        learned_screen(semantics.model, reader).score(message)
+        screener.score(message)
     remembered = (time.perf_counter() - started) / len(messages) * 1000
     print(
         f"screen: {timings['with']:.1f} ms a message reading with the cross-encoder (default), "

@@ -686,13 +686,14 @@ def test_the_cross_encoder_reads_a_pair_to_its_length_and_keeps_the_judge_s_read
 
 def test_runs_read_relevance_with_the_cross_encoder_only_when_the_settings_say_so(monkeypatch):
     import veracity.runs.context as run_context
+    from veracity.semantic import nli
     from veracity.semantic.model import Semantics, process_semantics
     from veracity.semantic.nli import Contradiction, ContradictionModel
     from veracity.settings import SemanticSettings, Settings
 
     own, why = ContradictionModel.load()  # not the process's: asking it to read must not change the judge's
     assert own is not None, why
-    monkeypatch.setattr(run_context, "process_contradiction", lambda enabled=True: Contradiction(own))
+    monkeypatch.setattr(nli, "process_contradiction", lambda enabled=True: Contradiction(own))
     semantics = process_semantics(True)
     assert SemanticSettings().reader is False  # off by default (README, "The reader")
     assert run_context.relevance_reader(semantics, Settings(semantic={"reader": False})) is None
@@ -746,13 +747,14 @@ def test_the_judgement_reads_the_pool_s_best_sentences_with_the_question(model, 
 
 def test_runs_judge_with_the_cross_encoder_unless_the_settings_say_not(monkeypatch):
     import veracity.runs.context as run_context
+    from veracity.semantic import nli
     from veracity.semantic.model import Semantics, process_semantics
     from veracity.semantic.nli import Contradiction, ContradictionModel
     from veracity.settings import SemanticSettings, Settings
 
     own, why = ContradictionModel.load()
     assert own is not None, why
-    monkeypatch.setattr(run_context, "process_contradiction", lambda enabled=True: Contradiction(own))
+    monkeypatch.setattr(nli, "process_contradiction", lambda enabled=True: Contradiction(own))
     semantics = process_semantics(True)
     assert SemanticSettings().read_judgement is True
     assert run_context.judgement_reader(semantics, Settings(semantic={"read_judgement": False})) is None

@@ -417,19 +417,25 @@ def test_by_default_the_screen_reads_each_message_with_the_cross_encoder_and_say
 
 
 def test_with_the_reading_turned_off_the_screen_fitted_without_it_decides(monkeypatch: pytest.MonkeyPatch) -> None:
-    from veracity.guards.screen_model import process_screen
-    from veracity.settings import get_settings
+    """``VERACITY_SEMANTIC__SCREEN_READER=false``: the process's default screen and a run's screen (its context
+    built from the settings) are the one fitted without the reading, and their decisions say so."""
+    from veracity.guards.router import default_screener
+    from veracity.runs.context import screen_reader
+    from veracity.semantic.model import Semantics
+    from veracity.settings import Settings, get_settings
 
+    semantics = Semantics(process_semantics(True).model)
+    assert screen_reader(semantics, Settings()) is not None  # on by default
     monkeypatch.setenv("VERACITY_SEMANTIC__SCREEN_READER", "false")
     get_settings.cache_clear()
     try:
-        screener = process_screen(process_semantics(True).model)
+        assert screen_reader(semantics, get_settings()) is None
+        screener = default_screener()
         assert screener.mode == "semantic" and screener.reader is None
         d = screen("I'm back to self harming weekly now", ALL, screener)
         assert d.mode == "semantic" and "semantic+reader" not in d.reason
     finally:
-        monkeypatch.delenv("VERACITY_SEMANTIC__SCREEN_READER")
-        get_settings.cache_clear()
+        get_settings.cache_clear()  # the environment is restored by monkeypatch after this
 
 
 def test_a_cross_encoder_that_cannot_read_leaves_the_screen_fitted_without_it() -> None:
@@ -468,3 +474,22 @@ def test_a_message_screened_twice_is_read_once_and_explained_either_way() -> Non
     assert screener.reader.pairs == read_before + 1  # remembered: not read again
     assert len(explained.nearest) == 3 and explained.probabilities == quiet.probabilities
     assert again.route == "proceed" and again.nearest == explained.nearest
+
+
+def test_the_screen_remembers_only_its_most_recent_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from veracity.guards import screen_model
+    from veracity.guards.router import default_screener
+
+    shipped = default_screener()
+    screener = screen_model.LearnedScreen(shipped.heads, shipped.semantic, shipped.examples, shipped.reader)
+    assert screener.reader is not None
+    monkeypatch.setattr(screen_model, "REMEMBERED", 2)
+    first, second, third = (f"What time does the library on Elm Street {n} open on Sundays?" for n in (1, 2, 3))
+    reads = screener.reader.pairs
+    for text in (first, second, first, third):  # reading ``first`` again makes ``second`` the oldest
+        screener.score(text)
+    assert screener.reader.pairs == reads + 3
+    screener.score(first)  # still remembered
+    assert screener.reader.pairs == reads + 3
+    screener.score(second)  # dropped when ``third`` came: read again
+    assert screener.reader.pairs == reads + 4

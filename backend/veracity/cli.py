@@ -472,7 +472,7 @@ async def _screen(args: argparse.Namespace, settings: Settings) -> int:
     policy = SpecRegistry.load().get(args.template).policy if args.template else all_packs_policy()
     lines, source = _read_lines(args.file)
     items = parse_lines(lines, ScreenItem, source)
-    screener = process_screen(process_semantics(settings.semantic.enabled).model)
+    screener = process_screen(process_semantics(settings.semantic.enabled).model, settings.semantic.screen_reader)
     for result in screen_items(items, policy, screener):
         if args.json:
             print(json.dumps(result))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from veracity.events import Event
-from veracity.guards.screen_model import LearnedScreen, process_screen
+from veracity.guards.screen_model import LearnedScreen, learned_screen
 from veracity.ports import (
     Composer,
     GroundingJudge,
@@ -126,6 +126,9 @@ class Context:
     judge_reader: ContradictionModel | None = None
     """The cross-encoder the question-level judgement reads the pool's best sentences with; None = relevances and
     words alone."""
+    screen_reader: ContradictionModel | None = None
+    """The cross-encoder the screen's learned layer reads each message with; None = the screen fitted without the
+    reading (the sentence model and cues)."""
     max_candidates: int = 48
     """Most candidate sentences one retrieve branch scores for relevance (each costs an embedding)."""
     thread: Thread | None = None
@@ -141,9 +144,9 @@ class Context:
 
     @property
     def screener(self) -> LearnedScreen:
-        """The screen's learned layer for this process's semantic model (lexical without it), reading with the
-        cross-encoder when the settings allow it."""
-        return process_screen(self.semantic)
+        """The screen's learned layer for this process's semantic model (lexical without it), reading with
+        ``screen_reader`` when there is one."""
+        return learned_screen(self.semantic, self.screen_reader)
 
 
 def _default_composer() -> Composer:

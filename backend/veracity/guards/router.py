@@ -31,6 +31,7 @@ from typing import Literal
 from veracity.guards.cues import SHOWN, normalise
 from veracity.guards.screen_model import ADVICE, CRISIS, Example, LearnedScreen, ScreenScore, process_screen
 from veracity.semantic.model import process_semantics
+from veracity.settings import get_settings
 from veracity.specs.models import Policy
 
 Route = Literal["proceed", "escalate", "crisis"]
@@ -170,7 +171,7 @@ def _compiled_locked(policy: Policy) -> _Compiled:
 def default_screener() -> LearnedScreen:
     """The process's learned screen: semantic when the process's model is loaded (reading with the cross-encoder when
     the settings allow it), lexical otherwise."""
-    return process_screen(process_semantics().model)
+    return process_screen(process_semantics().model, get_settings().semantic.screen_reader)
 
 
 def _label(domain: str) -> str:

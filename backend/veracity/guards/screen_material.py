@@ -21,8 +21,8 @@ from veracity.guards.screen_model import (
     MAX_SENTENCES,
     READING_WIDTH,
     feature_rows,
+    message_reading,
     neighbour_share,
-    reading_rows,
 )
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.network import Fitted, fit_family, predict_family
@@ -66,16 +66,23 @@ class Material:
         texts = [r["text"] for r in rows]
         owners: list[int] = []
         pieces: list[str] = []
+        whole_readings: list[np.ndarray] = []
+        piece_readings: list[np.ndarray] = []
         for i, text in enumerate(texts):
             sentences = [text[s:e] for s, e in sentence_spans(text)][:MAX_SENTENCES]
-            if len(sentences) > 1:
-                pieces += [s for s in sentences if s != text]
-                owners += [i] * sum(1 for s in sentences if s != text)
+            own = [s for s in sentences if s != text] if len(sentences) > 1 else []
+            pieces += own
+            owners += [i] * len(own)
+            if reader is not None:  # each message read as the screen reads it (message_reading), never batched
+                read = message_reading([text, *own], reader)
+                if read is None:
+                    why = reader.failure or "its graph cannot be opened"
+                    raise RuntimeError(f"the cross-encoder cannot read: {why}")
+                whole_readings.append(read[:1])
+                piece_readings.append(read[1:])
         readings: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
         if reader is not None:
-            readings = (reading_rows(texts, reader), reading_rows(pieces, reader))
-            if readings[0] is None or readings[1] is None:
-                raise RuntimeError(f"the cross-encoder cannot read: {reader.failure or 'its graph cannot be opened'}")
+            readings = (np.vstack(whole_readings), np.vstack(piece_readings))
         self.x = feature_rows(texts, semantic, reading=readings[0])
         self.sentence_x = (
             feature_rows(pieces, semantic, reading=readings[1]) if pieces else np.zeros((0, self.x.shape[1]))

@@ -45,8 +45,7 @@ from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.network import NetworkModel, model_from_dict
-from veracity.semantic.nli import ContradictionModel, process_contradiction
-from veracity.settings import get_settings
+from veracity.semantic.nli import ContradictionModel, reading_model
 from veracity.text import sentence_spans
 
 CRISIS = "crisis"
@@ -124,6 +123,18 @@ def reading_rows(texts: list[str], reader: ContradictionModel) -> np.ndarray | N
         return None
     logits, hidden = read
     return np.hstack([hidden, logits[:, None].astype(np.float32)])
+
+
+def message_reading(pieces: list[str], reader: ContradictionModel) -> np.ndarray | None:
+    """``reading_rows`` of one message's pieces as the screen reads them, at run time and at fitting alike: the
+    whole message (``pieces[0]``) alone, then its sentences together. A reading moves with its batch-mates (the
+    graph quantises each batch's activations together: a logit by up to 0.75 read beside three other messages), so
+    the fit must not batch unrelated messages either."""
+    whole = reading_rows(pieces[:1], reader)
+    if whole is None or len(pieces) == 1:
+        return whole
+    rest = reading_rows(pieces[1:], reader)
+    return None if rest is None else np.vstack([whole, rest])
 
 
 def feature_rows(
@@ -242,9 +253,9 @@ class LearnedScreen:
             pieces += [s for s in sentences if s != text]
         reading = None
         if self.reader is not None:
-            reading = reading_rows(pieces, self.reader)
+            reading = message_reading(pieces, self.reader)
             if reading is None:  # the cross-encoder cannot read (its session failed): the screen fitted without it
-                return learned_screen(self.semantic).score(text)
+                return learned_screen(self.semantic, None).score(text)
         whole, cues = lexical_features(text)
         rows = feature_rows(pieces, self.semantic, [whole], reading)
         # Each piece against every training message, once: the neighbours and the explanation both read it.
@@ -317,21 +328,11 @@ def learned_screen(semantic: SemanticModel | None, reader: ContradictionModel | 
     return LearnedScreen(heads, semantic, _examples() if semantic is not None else None, reader)
 
 
-def screen_reader(semantic: SemanticModel | None) -> ContradictionModel | None:
-    """The cross-encoder the screen reads messages with (the process's one session, shared with the judge and
-    relevance), when the sentence model is loaded and ``semantic.screen_reader`` allows it."""
-    if semantic is None or not get_settings().semantic.screen_reader:
-        return None
-    reader = process_contradiction(True).model
-    if reader is not None:
-        reader.want_reading()
-    return reader
-
-
-def process_screen(semantic: SemanticModel | None) -> LearnedScreen:
-    """The process's screen: with the cross-encoder's reading when the settings allow it, with the sentence model
-    alone otherwise, lexical without the sentence model."""
-    return learned_screen(semantic, screen_reader(semantic))
+def process_screen(semantic: SemanticModel | None, read: bool) -> LearnedScreen:
+    """The process's screen: with the cross-encoder's reading when ``read`` (``semantic.screen_reader``) allows it
+    and the cross-encoder is installed, with the sentence model alone otherwise, lexical without the sentence
+    model."""
+    return learned_screen(semantic, reading_model(read) if semantic is not None else None)
 
 
 def fitted_summary() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from veracity.runs.journal import Journal
 from veracity.runs.providers import Providers
 from veracity.search.providers import WebRetrieval
 from veracity.semantic.model import Semantics
-from veracity.semantic.nli import ContradictionModel, process_contradiction
+from veracity.semantic.nli import ContradictionModel, reading_model
 from veracity.settings import Settings
 from veracity.specs.models import Spec
 
@@ -76,6 +76,7 @@ def run_context(
         semantic=semantics.model,
         reader=relevance_reader(semantics, settings),
         judge_reader=judgement_reader(semantics, settings),
+        screen_reader=screen_reader(semantics, settings),
         max_candidates=settings.semantic.max_candidates,
         thread=thread,
     )
@@ -93,13 +94,14 @@ def judgement_reader(semantics: Semantics, settings: Settings) -> ContradictionM
     return _reading(semantics, settings.semantic.read_judgement)
 
 
+def screen_reader(semantics: Semantics, settings: Settings) -> ContradictionModel | None:
+    """The cross-encoder the screen reads each message with (the same one session), when the sentence model is
+    loaded and ``semantic.screen_reader`` allows it."""
+    return _reading(semantics, settings.semantic.screen_reader)
+
+
 def _reading(semantics: Semantics, allowed: bool) -> ContradictionModel | None:
-    if semantics.model is None or not allowed:
-        return None
-    reader = process_contradiction(True).model
-    if reader is not None:
-        reader.want_reading()
-    return reader
+    return reading_model(allowed) if semantics.model is not None else None
 
 
 def run_started(run_id: str, spec: Spec, question: str, corpus: str, providers: Providers) -> RunStarted:

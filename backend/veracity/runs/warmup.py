@@ -120,6 +120,6 @@ def _judge(service: RunService, hits: list[SearchHit]) -> None:
 
 
 def _screen(service: RunService) -> None:
-    screener = process_screen(service.semantics.model)
+    screener = process_screen(service.semantics.model, service.settings.semantic.screen_reader)
     for spec in service.registry.all():  # each template's phrase lists are compiled once, at first screen
         screen(QUESTION, spec.policy, screener)

@@ -1,6 +1,6 @@
 """``route``: the first step, before any search or model call. Patterns first (free, instant), then the learned
-screen behind them (local: one sentence embedding); ``escalate`` or ``crisis`` ends the run with the spec's answer
-at no cost."""
+screen behind them (local: one sentence embedding and, by default, one cross-encoder reading); ``escalate`` or
+``crisis`` ends the run with the spec's answer at no cost."""
 
 from __future__ import annotations
 
