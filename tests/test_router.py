@@ -474,6 +474,10 @@ def test_a_message_screened_twice_is_read_once_and_explained_either_way() -> Non
     assert screener.reader.pairs == read_before + 1  # remembered: not read again
     assert len(explained.nearest) == 3 and explained.probabilities == quiet.probabilities
     assert again.route == "proceed" and again.nearest == explained.nearest
+    explained.probabilities["crisis"] = 1.0  # a caller changing its copy
+    explained.nearest.clear()
+    later = screener.score(text)
+    assert later.probabilities == quiet.probabilities and len(later.nearest) == 3
 
 
 def test_the_screen_remembers_only_its_most_recent_messages(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -244,7 +244,14 @@ class LearnedScreen:
                 self._remembered[text] = known
                 while len(self._remembered) > REMEMBERED:
                     self._remembered.popitem(last=False)
-        return known if explain or not known.nearest else replace(known, nearest=[])
+        # A copy: what a caller does with its score never reaches the remembered one.
+        return replace(
+            known,
+            probabilities=dict(known.probabilities),
+            thresholds=dict(known.thresholds),
+            cues=dict(known.cues),
+            nearest=list(known.nearest) if explain else [],
+        )
 
     def _score(self, text: str) -> ScreenScore:
         sentences = [text[s:e] for s, e in sentence_spans(text)][:MAX_SENTENCES]
