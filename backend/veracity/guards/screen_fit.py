@@ -40,7 +40,7 @@ from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATUR
 from veracity.semantic.logistic import auc
 from veracity.semantic.model import load_semantics
 from veracity.semantic.network import EPOCHS, HIDDEN, LEARNING_RATE, SEED, family_dict, fit_family
-from veracity.semantic.nli import process_contradiction
+from veracity.semantic.nli import process_contradiction, reading_model
 
 L2_GRID = (0.01, 0.1, 1.0)
 DECAY_GRID = (0.001, 0.01)
@@ -182,11 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} messages: {dict(sorted(counts.items()))}", file=sys.stderr)
     semantic = Material(rows, semantics.model)
     lexical = Material(rows, None)
-    reader = process_contradiction(True).model
+    reader = reading_model(True)
     if reader is None:
         print(f"screen_fit: the cross-encoder is needed ({process_contradiction(True).reason})", file=sys.stderr)
         return 2
-    reader.want_reading()
     read = Material(rows, semantics.model, reader)
     fitted: dict[str, Any] = {
         "model": semantics.model.id,

@@ -57,7 +57,7 @@ def read_material(folder: Path) -> list[dict[str, str]]:
 
 class Material:
     """Feature rows of every message and of each message's sentences (for the crisis model's per-sentence max);
-    with ``reader``, the cross-encoder's reading of each after them (``screen_model.reading_rows``)."""
+    with ``reader``, the cross-encoder's reading of each after them (``screen_model.message_reading``)."""
 
     def __init__(
         self, rows: list[dict[str, str]], semantic: SemanticModel | None, reader: ContradictionModel | None = None

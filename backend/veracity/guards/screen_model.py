@@ -216,7 +216,7 @@ class LearnedScreen:
         self.semantic = semantic
         self.examples = examples
         self.reader = reader if semantic is not None else None
-        self.mode = "lexical" if semantic is None else "semantic+reader" if self.reader is not None else "semantic"
+        self.mode = screen_mode(semantic, self.reader)
         self._remembered: OrderedDict[str, ScreenScore] = OrderedDict()
         self._lock = threading.Lock()
         self._pools: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
@@ -323,13 +323,17 @@ def _fitted() -> dict[str, Any]:
 MODES = ("semantic+reader", "semantic", "lexical")
 
 
+def screen_mode(semantic: SemanticModel | None, reader: ContradictionModel | None) -> str:
+    """Which fitted mode scores with these models: the reader counts only beside the sentence model (the fit read
+    both together)."""
+    return "lexical" if semantic is None else "semantic+reader" if reader is not None else "semantic"
+
+
 @cache
 def learned_screen(semantic: SemanticModel | None, reader: ContradictionModel | None = None) -> LearnedScreen:
     """The screen for a semantic model (or the lexical one) and, with it, the cross-encoder, loaded once each.
     Without the sentence model the reader is not used (the fit read both together)."""
-    reader = reader if semantic is not None else None
-    mode = "lexical" if semantic is None else "semantic+reader" if reader is not None else "semantic"
-    fitted = _fitted()[mode]
+    fitted = _fitted()[screen_mode(semantic, reader)]
     features = tuple(fitted["features"])
     heads = {name: Head.from_fit(fitted["heads"][name], features) for name in CLASSES}
     return LearnedScreen(heads, semantic, _examples() if semantic is not None else None, reader)
