@@ -19,7 +19,8 @@ from veracity.evals.safety import (
 )
 from veracity.guards.cues import normalise
 from veracity.guards.router import RouteDecision, screen
-from veracity.guards.screen_model import feature_rows, learned_screen, neighbour_share
+from veracity.guards.screen_features import feature_rows, neighbour_share
+from veracity.guards.screen_model import learned_screen
 from veracity.semantic.model import process_semantics
 from veracity.specs.models import Policy
 from veracity.specs.policy import all_packs_policy
@@ -399,7 +400,7 @@ def test_by_default_the_screen_reads_each_message_with_the_cross_encoder_and_say
     """The shipped screen reads the message together with ``READING`` (the judge's cross-encoder) besides its
     embedding and cues; its probability is the fitted model's over exactly those columns."""
     from veracity.guards.router import default_screener
-    from veracity.guards.screen_model import READING_WIDTH, reading_rows
+    from veracity.guards.screen_features import READING_WIDTH, reading_rows
 
     screener = default_screener()
     assert screener.mode == "semantic+reader" and screener.reader is not None
@@ -436,6 +437,26 @@ def test_with_the_reading_turned_off_the_screen_fitted_without_it_decides(monkey
         assert d.mode == "semantic" and "semantic+reader" not in d.reason
     finally:
         get_settings.cache_clear()  # the environment is restored by monkeypatch after this
+
+
+def test_a_cross_encoder_that_cannot_read_leaves_the_screen_fitted_without_it_and_its_mode_says_so() -> None:
+    """A cross-encoder whose session failed (a file not the pinned one, a runtime that cannot run it) reads
+    nothing: the screen scores with the mode fitted without the reading, and both the score and the screen name
+    that mode from then on (the screen said ``semantic+reader`` while each score said ``semantic``)."""
+    from veracity.semantic.nli import ContradictionModel
+
+    model = process_semantics(True).model
+    broken = ContradictionModel()
+    broken.want_reading()
+    broken.failure = "its session could not be made (RuntimeError)"  # what _ready remembers after a failure
+    screener = learned_screen(model, broken)
+    assert screener.mode == "semantic+reader"  # nothing read yet
+    text = normalise("I'm back to self harming weekly now")
+    scored = screener.score(text)
+    assert scored.mode == "semantic" and screener.mode == "semantic"
+    assert scored.probabilities == learned_screen(model, None).score(text).probabilities
+    again = screener.score("How do I renew my passport before a trip?")
+    assert again.mode == "semantic" and broken.pairs == 0
 
 
 def test_a_cross_encoder_that_cannot_read_leaves_the_screen_fitted_without_it() -> None:

@@ -23,7 +23,8 @@ from veracity.evals.safety import (
     format_safety,
 )
 from veracity.evals.wice import evaluate_wice, format_wice
-from veracity.guards.screen_model import CLASSES, MODES, fitted_summary
+from veracity.guards.screen_features import CLASSES
+from veracity.guards.screen_model import MODES, fitted_summary
 from veracity.specs.policy import all_packs_policy
 
 DEFAULT_DATA = Path("../shared/eval-data")

@@ -29,7 +29,8 @@ from functools import cache
 from typing import Literal
 
 from veracity.guards.cues import SHOWN, normalise
-from veracity.guards.screen_model import ADVICE, CRISIS, Example, LearnedScreen, ScreenScore, process_screen
+from veracity.guards.screen_features import ADVICE, CRISIS
+from veracity.guards.screen_model import Example, LearnedScreen, ScreenScore, process_screen
 from veracity.semantic.model import process_semantics
 from veracity.settings import get_settings
 from veracity.specs.models import Policy

@@ -19,7 +19,7 @@ SHA-256 of the text, so every run agrees; a message's neighbours come from its t
 scored as at run time: the highest of the whole message and each sentence.
 
 Three modes are fitted, each on the same folds: ``semantic+reader`` (the sentence embedding, the cues and the
-cross-encoder's reading of the message with ``screen_model.READING``), ``semantic`` (without the reading: the
+cross-encoder's reading of the message with ``screen_features.READING``), ``semantic`` (without the reading: the
 screen when the cross-encoder is off or cannot read) and ``lexical`` (cues and domain terms only).
 """
 
@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from veracity.guards.screen_features import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES, READING, READING_FEATURES
 from veracity.guards.screen_material import FOLDS, Material, read_material
-from veracity.guards.screen_model import ADVICE, CLASSES, CRISIS, LEXICAL_FEATURES, MODES, READING, READING_FEATURES
+from veracity.guards.screen_model import MODES
 from veracity.semantic.logistic import auc
 from veracity.semantic.model import load_semantics
 from veracity.semantic.network import EPOCHS, HIDDEN, LEARNING_RATE, SEED, family_dict, fit_family

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from veracity.guards.cues import normalise
-from veracity.guards.screen_model import (
+from veracity.guards.screen_features import (
     CLASSES,
     CRISIS,
     LEXICAL_FEATURES,
@@ -57,7 +57,7 @@ def read_material(folder: Path) -> list[dict[str, str]]:
 
 class Material:
     """Feature rows of every message and of each message's sentences (for the crisis model's per-sentence max);
-    with ``reader``, the cross-encoder's reading of each after them (``screen_model.message_reading``)."""
+    with ``reader``, the cross-encoder's reading of each after them (``screen_features.message_reading``)."""
 
     def __init__(
         self, rows: list[dict[str, str]], semantic: SemanticModel | None, reader: ContradictionModel | None = None

@@ -3,18 +3,7 @@ or neither? Models fitted offline (``python -m veracity.guards.screen_fit``, ``m
 material in ``training/screen`` and shipped as ``guards/data/screen.json`` with its split, sources and
 cross-validated figures. Nothing here is a hand-set weight or threshold: both come from that file.
 
-Features, the same at fitting and at run time (:func:`feature_rows`):
-
-- the message's sentence embedding (the process's semantic model, all-MiniLM-L6-v2), when it is loaded;
-- the general cues of :mod:`veracity.guards.cues` (first person, a narrative, "should I", intent, method ...), one
-  binary feature each;
-- per domain, whether the shipped policy packs' terms for it occur (none, one, two or more) and whether the asker
-  owns one ("my tax return");
-- with the cross-encoder (``semantic.nli``, the judge's contradiction reader) when it is allowed
-  (``VERACITY_SEMANTIC__SCREEN_READER``) and can read: its reading of the message together with one statement,
-  ``READING`` ("The writer wants to harm or kill themselves."): the mean of its last layer (384 numbers) and its
-  logit. The sentence model embeds the message alone; the cross-encoder reads it word against word with what a
-  crisis is, and out of fold that raised crisis recall at the same false-crisis bound (see the README).
+Its features are :mod:`veracity.guards.screen_features`' (the same at fitting and at run time).
 
 Each class has its own one-vs-rest model: a logistic regression or a network with one hidden layer, whichever
 the fit found better out of fold (``family`` in the file). With the semantic model, a class's probability may be
@@ -31,7 +20,6 @@ says so.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -41,117 +29,25 @@ from typing import Any
 
 import numpy as np
 
-from veracity.guards.cues import CUE_NAMES, find_cues, normalise, owned_term
+from veracity.guards.cues import normalise
+from veracity.guards.screen_features import (
+    CLASSES,
+    CRISIS,
+    MAX_SENTENCES,
+    feature_rows,
+    lexical_features,
+    message_reading,
+    nearest_share,
+)
 from veracity.semantic.logistic import LogisticModel, load_fit
 from veracity.semantic.model import SemanticModel
 from veracity.semantic.network import NetworkModel, model_from_dict
 from veracity.semantic.nli import ContradictionModel, reading_model
 from veracity.text import sentence_spans
 
-CRISIS = "crisis"
-ADVICE = ("legal", "medical", "financial")
-CLASSES = (CRISIS, *ADVICE)
-DOMAIN_FEATURES = tuple(f"terms_{d}" for d in CLASSES) + ("owned_domain",)
-LEXICAL_FEATURES = CUE_NAMES + DOMAIN_FEATURES
-READING = "The writer wants to harm or kill themselves."
-"""The statement the cross-encoder reads each message with (the only wording tried; chosen before any figure)."""
-READING_FEATURES = ("reading", "reading_logit")
-"""Named as the fitted file names them: ``reading`` stands for the 384 numbers of the last layer's mean."""
-READING_WIDTH = 385
-MAX_SENTENCES = 8
-"""Sentences of one message scored on their own for crisis (a longer message keeps its first ones)."""
 REMEMBERED = 256
 """Messages whose scores a screen keeps (most recently used first out)."""
 NEAREST = 3
-
-
-def nearest_share(similarity: np.ndarray, positive: np.ndarray, k: int) -> np.ndarray:
-    """Per row of ``similarity`` (rows against a pool), the share of its ``k`` most similar pool items that are
-    ``positive``."""
-    if len(similarity) == 0:
-        return np.zeros(0)
-    nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
-    return np.asarray(positive[nearest].mean(axis=1), dtype=np.float64)
-
-
-def neighbour_share(vectors: np.ndarray, pool: np.ndarray, positive: np.ndarray, k: int) -> np.ndarray:
-    """Per row of ``vectors``, the share of its ``k`` nearest rows of ``pool`` (by cosine: the rows are
-    L2-normalised) that are ``positive``."""
-    return nearest_share(vectors.astype(np.float32) @ pool.T.astype(np.float32), positive, k)
-
-
-@cache
-def _domain_terms() -> dict[str, re.Pattern[str]]:
-    """The shipped packs' domain terms, one expression per domain, run on the lower-cased message."""
-    from veracity.specs.policy import all_packs_policy  # the packs import the spec models, which import guards
-
-    terms: dict[str, re.Pattern[str]] = {}
-    for name, domain in all_packs_policy().classifier_domains.items():
-        if name in CLASSES and domain.terms:
-            joined = "|".join(f"(?:{t})" for t in domain.terms)
-            terms[name] = re.compile(rf"(?<!\w)(?:{joined})(?!\w)")
-    return terms
-
-
-def lexical_features(text: str) -> tuple[np.ndarray, dict[str, str]]:
-    """The cue and domain-term features of one normalised message, and the text each one matched."""
-    low = text.lower()
-    cues = find_cues(text)
-    row = [1.0 if name in cues else 0.0 for name in CUE_NAMES]
-    owned: str | None = None
-    for name in CLASSES:
-        pattern = _domain_terms().get(name)
-        found = list(dict.fromkeys(m.group(0) for m in pattern.finditer(low))) if pattern else []
-        row.append(min(len(found), 2) / 2)
-        if found:
-            cues[f"terms_{name}"] = ", ".join(found[:4])
-        if found and name != CRISIS and owned is None and pattern is not None:
-            owned = owned_term(pattern, low)
-    row.append(1.0 if owned else 0.0)
-    if owned:
-        cues["owned_domain"] = owned
-    return np.asarray(row, dtype=np.float32), cues
-
-
-def reading_rows(texts: list[str], reader: ContradictionModel) -> np.ndarray | None:
-    """Per text, the cross-encoder's reading of it with ``READING``: [last layer's mean, logit] (``READING_WIDTH``
-    columns); None when the reader cannot read (its session could not be made)."""
-    if not texts:
-        return np.zeros((0, READING_WIDTH), dtype=np.float32)
-    read = reader.read([(text, READING) for text in texts]) if reader.readable() else None
-    if read is None:
-        return None
-    logits, hidden = read
-    return np.hstack([hidden, logits[:, None].astype(np.float32)])
-
-
-def message_reading(pieces: list[str], reader: ContradictionModel) -> np.ndarray | None:
-    """``reading_rows`` of one message's pieces as the screen reads them, at run time and at fitting alike: the
-    whole message (``pieces[0]``) alone, then its sentences together. A reading moves with its batch-mates (the
-    graph quantises each batch's activations together: a logit by up to 0.75 read beside three other messages), so
-    the fit must not batch unrelated messages either."""
-    whole = reading_rows(pieces[:1], reader)
-    if whole is None or len(pieces) == 1:
-        return whole
-    rest = reading_rows(pieces[1:], reader)
-    return None if rest is None else np.vstack([whole, rest])
-
-
-def feature_rows(
-    texts: list[str],
-    semantic: SemanticModel | None,
-    lexical: list[np.ndarray] | None = None,
-    reading: np.ndarray | None = None,
-) -> np.ndarray:
-    """One row per normalised text: [embedding, lexical features] with the model, lexical features without, and
-    the cross-encoder's ``reading`` (``reading_rows``) after them when given. ``lexical`` holds rows already
-    computed for the first texts."""
-    known = lexical or []
-    rows = known + [lexical_features(t)[0] for t in texts[len(known) :]]
-    matrix = np.stack(rows) if rows else np.zeros((0, len(LEXICAL_FEATURES)))
-    if semantic is not None:
-        matrix = np.hstack([semantic.encode(texts), matrix])
-    return matrix if reading is None else np.hstack([matrix, reading])
 
 
 @dataclass(frozen=True)
@@ -216,7 +112,9 @@ class LearnedScreen:
         self.semantic = semantic
         self.examples = examples
         self.reader = reader if semantic is not None else None
-        self.mode = screen_mode(semantic, self.reader)
+        self._mode = screen_mode(semantic, self.reader)
+        self._unread: LearnedScreen | None = None
+        """The screen fitted without the reading, once the cross-encoder has failed to read (it stays failed)."""
         self._remembered: OrderedDict[str, ScreenScore] = OrderedDict()
         self._lock = threading.Lock()
         self._pools: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
@@ -228,6 +126,11 @@ class LearnedScreen:
                 if head.neighbours:
                     pool = None if name == CRISIS else labels != CRISIS
                     self._pools[name] = (pool, (labels if pool is None else labels[pool]) == name)
+
+    @property
+    def mode(self) -> str:
+        """The mode that scores now: ``semantic`` once the cross-encoder has failed to read."""
+        return self._unread.mode if self._unread is not None else self._mode
 
     def score(self, text: str, *, explain: bool = True) -> ScreenScore:
         """Every class's probability for one message; ``explain`` adds the nearest training examples. The last
@@ -254,6 +157,8 @@ class LearnedScreen:
         )
 
     def _score(self, text: str) -> ScreenScore:
+        if self._unread is not None:
+            return self._unread._score(text)
         sentences = [text[s:e] for s, e in sentence_spans(text)][:MAX_SENTENCES]
         pieces = [text]
         if self.heads[CRISIS].by_sentence and len(sentences) > 1:
@@ -262,7 +167,10 @@ class LearnedScreen:
         if self.reader is not None:
             reading = message_reading(pieces, self.reader)
             if reading is None:  # the cross-encoder cannot read (its session failed): the screen fitted without it
-                return learned_screen(self.semantic, None).score(text)
+                with self._lock:
+                    if self._unread is None:
+                        self._unread = learned_screen(self.semantic, None)
+                return self._unread._score(text)
         whole, cues = lexical_features(text)
         rows = feature_rows(pieces, self.semantic, [whole], reading)
         # Each piece against every training message, once: the neighbours and the explanation both read it.
