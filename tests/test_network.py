@@ -58,6 +58,25 @@ def test_either_family_ships_as_the_fit_scored_it() -> None:
         assert head.model.probability(np.zeros((0, 3))).tolist() == []
 
 
+def test_a_head_reads_its_modes_features_or_those_less_the_reading_and_nothing_else() -> None:
+    """A shipped head without ``features`` reads its mode's (every head of a file fitted before heads named their
+    own); the partner an advice head of the reading mode is averaged with names the mode's less the reading and does
+    not read it; any other list is refused at load, not found wrong at the first score."""
+    x, y = conjunctions()
+    shipped = {**family_dict(fit_family("logistic", x, y, 0.01)), "threshold": 0.4}
+    reading_mode = ("a", "b", "reading", "reading_logit")
+    assert Head.from_fit(shipped, reading_mode).reads
+    unread = Head.from_fit({**shipped, "features": ["a", "b"]}, reading_mode)
+    assert not unread.reads and unread.model.features == ("a", "b")
+    assert not Head.from_fit(shipped, ("a", "b")).reads
+    paired = Head.from_fit({**shipped, "with": {**shipped, "features": ["a", "b"]}}, reading_mode)
+    assert paired.reads and paired.partner is not None and not paired.partner.reads
+    assert Head.from_fit(shipped, reading_mode).partner is None
+    for wrong in (["a"], ["b", "a"], ["a", "reading", "reading_logit"]):
+        with pytest.raises(ValueError, match="its mode's less the reading"):
+            Head.from_fit({**shipped, "features": wrong}, reading_mode)
+
+
 def test_network_parameters_that_do_not_fit_together_are_refused_at_load() -> None:
     x, y = conjunctions()
     shipped = network_dict(fit_network(x, y, 0.01))

@@ -274,10 +274,11 @@ class SemanticSettings(BaseModel):
     )
     screen_reader: bool = Field(
         default=True,
-        description="Let the screen's learned layer read each message together with the statement 'The writer wants "
+        description="Let the screen's learned models read each message together with the statement 'The writer wants "
         "to harm or kill themselves.' with that cross-encoder, besides its sentence embedding and cues (out of fold: "
-        "crisis recall 0.82 -> 0.85 at the 5% false-crisis bound, advice recall 0.88 -> 0.91); false = the screen "
-        "fitted without it. It loads the cross-encoder whatever VERACITY_SEMANTIC__CONTRADICTION says.",
+        "crisis recall 0.82 -> 0.85 at the 5% false-crisis bound; each advice model is averaged with one fitted "
+        "without it); false = the screen fitted without it. It loads the cross-encoder whatever "
+        "VERACITY_SEMANTIC__CONTRADICTION says.",
     )
     max_candidates: int = Field(
         default=48,

@@ -51,7 +51,9 @@ def format_screen_fit(summary: dict[str, Any]) -> str:
             lines.append(
                 f"  {name:10} auc {cv[name]['auc']:.3f}  cut-off {t['threshold']:.2f}  precision {t['precision']:.3f}"
                 f"  recall {t['recall']:.3f}  false positives {t['false_positive_rate']:.3f}"
-                f"  ({model['family']}, penalty {model['penalty']}, {model['neighbours']} neighbours)"
+                f"  ({model['family']}, penalty {model['penalty']}, {model['neighbours']} neighbours"
+                + (", reads the cross-encoder" if model["reads"] else "")
+                + (", averaged with the head fitted without it)" if model["averaged"] else ")")
             )
     return "\n".join(lines)
 

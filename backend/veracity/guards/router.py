@@ -9,7 +9,8 @@ answer text, never whether the asker is protected, so each spec's own phrases ar
 
 2. **The learned screen** (:mod:`veracity.guards.screen_model`): small networks (or logistic models, whichever won
    out of fold) over the message's meaning (the semantic model's sentence embedding and, by default, the
-   cross-encoder's reading of it with "The writer wants to harm or kill themselves.") and general cues, fitted on
+   cross-encoder's reading of it with "The writer wants to harm or kill themselves."; an advice model is averaged
+   with one fitted without the reading) and general cues, fitted on
    material written for the purpose, with cross-validated figures shipped beside the weights. It catches what the
    patterns do not know: forum language, oblique despair, method questions, a personal legal, medical or financial
    question in any wording.

@@ -34,6 +34,8 @@ from veracity.guards.screen_features import (
     CLASSES,
     CRISIS,
     MAX_SENTENCES,
+    READING_FEATURES,
+    READING_WIDTH,
     feature_rows,
     lexical_features,
     message_reading,
@@ -60,6 +62,11 @@ class Head:
     """Crisis only: also score each sentence of the message and keep the highest (chosen at fitting)."""
     neighbours: int = 0
     """Nearest training messages averaged in (0: the model alone; chosen at fitting)."""
+    reads: bool = True
+    """Whether its features hold the cross-encoder's reading when its mode's do."""
+    partner: Head | None = None
+    """An advice head of the reading mode: the head fitted without the reading, whose probability is averaged with
+    this one's (``screen_fit.fit_read_mode``); the pair's cut-off is this head's."""
 
     @property
     def threshold(self) -> float:
@@ -67,10 +74,18 @@ class Head:
 
     @classmethod
     def from_fit(cls, data: dict[str, Any], features: tuple[str, ...]) -> Head:
+        """The head of a fitted mode whose features are ``features``, unless the head names its own: only the
+        mode's less the reading (``READING_FEATURES``, last), which the screen then leaves out of its rows."""
+        own = tuple(data.get("features", features))
+        unread = tuple(f for f in features if f not in READING_FEATURES)
+        if own not in (features, unread) or (own != features and features[len(unread) :] != READING_FEATURES):
+            raise ValueError(f"a head's own features must be its mode's less the reading, not {list(own)}")
         return cls(
-            model_from_dict(data, features),
+            model_from_dict(data, own),
             bool(data.get("by_sentence", False)),
             int(data.get("neighbours", 0)),
+            READING_FEATURES[0] in own,
+            cls.from_fit(data["with"], features) if "with" in data else None,
         )
 
 
@@ -123,7 +138,7 @@ class LearnedScreen:
         if examples is not None:
             labels = np.asarray(examples[1])
             for name, head in heads.items():
-                if head.neighbours:
+                if head.neighbours or (head.partner is not None and head.partner.neighbours):
                     pool = None if name == CRISIS else labels != CRISIS
                     self._pools[name] = (pool, (labels if pool is None else labels[pool]) == name)
 
@@ -167,9 +182,9 @@ class LearnedScreen:
         if self.reader is not None:
             reading = message_reading(pieces, self.reader)
             if reading is None:  # the cross-encoder cannot read (its session failed): the screen fitted without it
+                unread = learned_screen(self.semantic, None)
                 with self._lock:
-                    if self._unread is None:
-                        self._unread = learned_screen(self.semantic, None)
+                    self._unread = self._unread or unread
                 return self._unread._score(text)
         whole, cues = lexical_features(text)
         rows = feature_rows(pieces, self.semantic, [whole], reading)
@@ -178,10 +193,11 @@ class LearnedScreen:
         if self.examples is not None:
             vectors = self.examples[0]
             similarity = rows[:, : vectors.shape[1]].astype(np.float32) @ vectors.T
-        probabilities = {name: float(self._probability(name, rows[:1], similarity, 0)[0]) for name in self.heads}
+        read = reading is not None
+        probabilities = {name: float(self._probability(name, rows[:1], similarity, 0, read)[0]) for name in self.heads}
         sentence = None
         if len(pieces) > 1:
-            by_sentence = self._probability(CRISIS, rows[1:], similarity, 1)
+            by_sentence = self._probability(CRISIS, rows[1:], similarity, 1, read)
             best = int(np.argmax(by_sentence))
             if by_sentence[best] > probabilities[CRISIS]:
                 probabilities[CRISIS], sentence = float(by_sentence[best]), pieces[1 + best]
@@ -194,12 +210,25 @@ class LearnedScreen:
             mode=self.mode,
         )
 
-    def _probability(self, name: str, rows: np.ndarray, similarity: np.ndarray | None, first: int) -> np.ndarray:
-        """The class's model's probability for ``rows``, averaged with its share among their nearest training
-        messages when the fit chose neighbours (``similarity[first:]`` holds those rows against every message)."""
+    def _probability(
+        self, name: str, rows: np.ndarray, similarity: np.ndarray | None, first: int, read: bool
+    ) -> np.ndarray:
+        """The class's probability for ``rows`` (which end with the reading when ``read``): its head's, averaged
+        with its partner's when it has one."""
         head = self.heads[name]
-        p = head.model.probability(rows)
-        if name in self._pools and similarity is not None:
+        p = self._head_probability(name, head, rows, similarity, first, read)
+        if head.partner is not None:
+            p = (p + self._head_probability(name, head.partner, rows, similarity, first, read)) / 2
+        return p
+
+    def _head_probability(
+        self, name: str, head: Head, rows: np.ndarray, similarity: np.ndarray | None, first: int, read: bool
+    ) -> np.ndarray:
+        """One head's model's probability (a head that does not read the reading is given the columns before it),
+        averaged with the class's share among the rows' nearest training messages when the fit chose neighbours
+        (``similarity[first:]`` holds those rows against every message)."""
+        p = head.model.probability(rows[:, :-READING_WIDTH] if read and not head.reads else rows)
+        if head.neighbours and name in self._pools and similarity is not None:
             pool, positive = self._pools[name]
             against = similarity[first : first + len(rows)]
             p = (p + nearest_share(against if pool is None else against[:, pool], positive, head.neighbours)) / 2
@@ -241,9 +270,16 @@ def screen_mode(semantic: SemanticModel | None, reader: ContradictionModel | Non
 def learned_screen(semantic: SemanticModel | None, reader: ContradictionModel | None = None) -> LearnedScreen:
     """The screen for a semantic model (or the lexical one) and, with it, the cross-encoder, loaded once each.
     Without the sentence model the reader is not used (the fit read both together)."""
-    fitted = _fitted()[screen_mode(semantic, reader)]
+    every = _fitted()
+    fitted = every[screen_mode(semantic, reader)]
     features = tuple(fitted["features"])
-    heads = {name: Head.from_fit(fitted["heads"][name], features) for name in CLASSES}
+    heads: dict[str, Head] = {}
+    for name in CLASSES:
+        data = fitted["heads"][name]
+        if "with" in data:  # the partner is another mode's head of the same class, read with that mode's features
+            other = every[data["with"]]
+            data = data | {"with": other["heads"][name] | {"features": other["features"]}}
+        heads[name] = Head.from_fit(data, features)
     return LearnedScreen(heads, semantic, _examples() if semantic is not None else None, reader)
 
 
@@ -264,7 +300,14 @@ def fitted_summary() -> dict[str, Any]:
         | {mode: fitted[mode]["cv"] for mode in MODES}
         | {
             "models": {
-                mode: {name: {k: head.get(k) for k in chosen} for name, head in fitted[mode]["heads"].items()}
+                mode: {
+                    name: {k: head.get(k) for k in chosen}
+                    | {
+                        "reads": READING_FEATURES[0] in head.get("features", fitted[mode]["features"]),
+                        "averaged": "with" in head,
+                    }
+                    for name, head in fitted[mode]["heads"].items()
+                }
                 for mode in MODES
             }
         }
