@@ -12,7 +12,7 @@ Features, the same at fitting and at run time (:func:`feature_rows`):
   ``READING`` ("The writer wants to harm or kill themselves."): the mean of its last layer (384 numbers) and its
   logit. The sentence model embeds the message alone; the cross-encoder reads it word against word with what a
   crisis is, and out of fold that raised crisis recall at the same false-crisis bound (see the README). The heads
-  of ``READ_CLASSES`` (crisis) read it alone; an advice head is averaged with its head fitted without it.
+  of ``READ_CLASSES`` (crisis) are used as fitted with it; an advice head is averaged with its head fitted without it.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ LEXICAL_FEATURES = CUE_NAMES + DOMAIN_FEATURES
 READING = "The writer wants to harm or kill themselves."
 """The statement the cross-encoder reads each message with (the only wording tried; chosen before any figure)."""
 READ_CLASSES = (CRISIS,)
-"""The classes whose heads read the cross-encoder's reading (a statement about self-harm) alone; an advice head's
-probability is the mean of its heads fitted with it and without it (``screen_fit.fit_read_mode``)."""
+"""The classes whose heads fitted with the cross-encoder's reading (a statement about self-harm) are used alone,
+not averaged; an advice head's probability is the mean of its heads fitted with it and without it
+(``screen_fit.fit_read_mode``)."""
 READING_FEATURES = ("reading", "reading_logit")
 """Named as the fitted file names them: ``reading`` stands for the 384 numbers of the last layer's mean."""
 READING_WIDTH = 385

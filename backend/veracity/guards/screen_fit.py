@@ -6,9 +6,10 @@ crisis / legal / medical / financial / none, ``kind``), written for the purpose 
 (Apache-2.0; see that folder's README). No third-party evaluation item is read here: Do-Not-Answer and XSTest stay
 development figures in ``make eval-guards``.
 
-One model per class, one-vs-rest: crisis against every other message; each advice domain against every message
-that is not a crisis (a crisis routes first, so the advice models are not taught that a disclosure is "not
-medical"). Per class the model family and its penalty are chosen together by cross-validated log-loss: an
+One model per class (an advice class of the ``semantic+reader`` mode: two, averaged; ``fit_read_mode``),
+one-vs-rest: crisis against every other message; each advice domain against every message that is not a crisis (a
+crisis routes first, so the advice models are not taught that a disclosure is "not medical"). Per class the model
+family and its penalty are chosen together by cross-validated log-loss: an
 L2-regularised logistic regression (Newton's method on standardised features) or a network with one hidden layer
 (``semantic.network``: it can weigh "first person" and "wants to die" together where a linear model adds them
 up), each with a small grid of penalties; then, with the semantic model, how many nearest training messages to
@@ -164,7 +165,7 @@ def fit_read_mode(
     the same rule on that mean out of fold. Read by the advice heads alone, the reading escalated 8 of 500 HotpotQA
     questions as personal legal ones (1 without it); without it, more Do-Not-Answer, XSTest and everyday questions
     were escalated (README, "The advice heads and the reading")."""
-    semantic_fit, semantic_oof = semantic_mode
+    _, semantic_oof = semantic_mode
     heads, cv, oof = fit_heads(read)
     for name in CLASSES:
         if name in READ_CLASSES:

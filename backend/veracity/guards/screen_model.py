@@ -9,7 +9,9 @@ Each class has its own one-vs-rest model: a logistic regression or a network wit
 the fit found better out of fold (``family`` in the file). With the semantic model, a class's probability may be
 the mean of that model and the share of that class among the message's nearest training messages (``neighbours``
 in the file, chosen per class out of fold; 0 keeps the model alone): the model generalises, the neighbours keep a
-message next to many look-alikes of one label from being carried by a single word.
+message next to many look-alikes of one label from being carried by a single word. In the ``semantic+reader`` mode
+an advice class's probability is the mean of its head fitted with the cross-encoder's reading and its ``semantic``
+head fitted without it (``Head.partner``; ``"with"`` in the file).
 Crisis may also be scored on each sentence of the message (the highest counts, so one disclosure inside a long,
 ordinary message still counts) when that won out of fold at fitting (``by_sentence`` in the file). Without the
 semantic model the lexical models (cues and domain terms only, fitted on the same material) decide, and the product
