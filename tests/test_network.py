@@ -58,23 +58,28 @@ def test_either_family_ships_as_the_fit_scored_it() -> None:
         assert head.model.probability(np.zeros((0, 3))).tolist() == []
 
 
-def test_a_head_reads_its_modes_features_or_those_less_the_reading_and_nothing_else() -> None:
-    """A shipped head without ``features`` reads its mode's (every head of a file fitted before heads named their
-    own); the partner an advice head of the reading mode is averaged with names the mode's less the reading and does
-    not read it; any other list is refused at load, not found wrong at the first score."""
+def test_a_head_reads_the_reading_when_its_mode_does_and_its_partner_is_the_named_modes_head_less_it() -> None:
+    """A head of a mode with the reading reads it; the partner an advice head of the reading mode is averaged with
+    is the same class's head of the mode its ``with`` names, whose features are this mode's less the reading (the
+    screen gives it the columns before the reading) — any other list is refused at load, not found wrong at the
+    first score."""
+    from veracity.guards.screen_model import partner_head
+
     x, y = conjunctions()
     shipped = {**family_dict(fit_family("logistic", x, y, 0.01)), "threshold": 0.4}
     reading_mode = ("a", "b", "reading", "reading_logit")
     assert Head.from_fit(shipped, reading_mode).reads
-    unread = Head.from_fit({**shipped, "features": ["a", "b"]}, reading_mode)
-    assert not unread.reads and unread.model.features == ("a", "b")
     assert not Head.from_fit(shipped, ("a", "b")).reads
-    paired = Head.from_fit({**shipped, "with": {**shipped, "features": ["a", "b"]}}, reading_mode)
-    assert paired.reads and paired.partner is not None and not paired.partner.reads
-    assert Head.from_fit(shipped, reading_mode).partner is None
+    assert partner_head({}, shipped, "legal", reading_mode) is None
+    paired = {**shipped, "with": "semantic"}
+    every = {"semantic": {"features": ["a", "b"], "heads": {"legal": shipped}}}
+    partner = partner_head(every, paired, "legal", reading_mode)
+    assert partner is not None and not partner.reads and partner.model.features == ("a", "b")
+    head = Head.from_fit(paired, reading_mode, partner)
+    assert head.reads and head.partner is partner
     for wrong in (["a"], ["b", "a"], ["a", "reading", "reading_logit"]):
-        with pytest.raises(ValueError, match="its mode's less the reading"):
-            Head.from_fit({**shipped, "features": wrong}, reading_mode)
+        with pytest.raises(ValueError, match="not this mode's less the reading"):
+            partner_head({"semantic": {"features": wrong, "heads": {"legal": shipped}}}, paired, "legal", reading_mode)
 
 
 def test_network_parameters_that_do_not_fit_together_are_refused_at_load() -> None:

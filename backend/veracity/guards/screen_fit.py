@@ -156,16 +156,13 @@ def fit_mode(material: Material, names: tuple[str, ...]) -> tuple[dict[str, Any]
     return {"features": list(names), "heads": heads, "cv": cv}, oof
 
 
-def fit_read_mode(
-    read: Material, names: tuple[str, ...], semantic_mode: tuple[dict[str, Any], dict[str, np.ndarray]]
-) -> dict[str, Any]:
+def fit_read_mode(read: Material, names: tuple[str, ...], semantic_oof: dict[str, np.ndarray]) -> dict[str, Any]:
     """The ``semantic+reader`` mode. The cross-encoder's reading is of a statement about self-harm: every head of
     ``READ_CLASSES`` (crisis) reads it; an advice head's probability is the mean of its head fitted with the reading
     and the ``semantic`` mode's head fitted without it (``with`` names that mode), its cut-off chosen by
     the same rule on that mean out of fold. Read by the advice heads alone, the reading escalated 8 of 500 HotpotQA
     questions as personal legal ones (1 without it); without it, more Do-Not-Answer, XSTest and everyday questions
     were escalated (README, "The advice heads and the reading")."""
-    _, semantic_oof = semantic_mode
     heads, cv, oof = fit_heads(read)
     for name in CLASSES:
         if name in READ_CLASSES:
@@ -262,10 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         "counts": dict(sorted(counts.items())),
         "reading": {"model": reader.id, "statement": READING},
     }
-    semantic_mode = fit_mode(semantic, ("embedding",) + LEXICAL_FEATURES)
-    fitted["semantic+reader"] = fit_read_mode(read, ("embedding",) + LEXICAL_FEATURES + READING_FEATURES, semantic_mode)
-    fitted["semantic"] = semantic_mode[0]
-    fitted["lexical"] = fit_mode(lexical, LEXICAL_FEATURES)[0]
+    semantic_mode, semantic_oof = fit_mode(semantic, ("embedding",) + LEXICAL_FEATURES)
+    fitted["semantic+reader"] = fit_read_mode(read, ("embedding",) + LEXICAL_FEATURES + READING_FEATURES, semantic_oof)
+    fitted["semantic"] = semantic_mode
+    fitted["lexical"], _ = fit_mode(lexical, LEXICAL_FEATURES)
     OUT.mkdir(exist_ok=True)
     (OUT / "screen.json").write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")
     vectors = semantic.x[:, : semantic.x.shape[1] - len(LEXICAL_FEATURES)].astype(np.float16)

@@ -75,19 +75,14 @@ class Head:
         return self.model.threshold
 
     @classmethod
-    def from_fit(cls, data: dict[str, Any], features: tuple[str, ...]) -> Head:
-        """The head of a fitted mode whose features are ``features``, unless the head names its own: only the
-        mode's less the reading (``READING_FEATURES``, last), which the screen then leaves out of its rows."""
-        own = tuple(data.get("features", features))
-        unread = tuple(f for f in features if f not in READING_FEATURES)
-        if own not in (features, unread) or (own != features and features[len(unread) :] != READING_FEATURES):
-            raise ValueError(f"a head's own features must be its mode's less the reading, not {list(own)}")
+    def from_fit(cls, data: dict[str, Any], features: tuple[str, ...], partner: Head | None = None) -> Head:
+        """The head of a fitted mode whose features are ``features``."""
         return cls(
-            model_from_dict(data, own),
+            model_from_dict(data, features),
             bool(data.get("by_sentence", False)),
             int(data.get("neighbours", 0)),
-            READING_FEATURES[0] in own,
-            cls.from_fit(data["with"], features) if "with" in data else None,
+            READING_FEATURES[0] in features,
+            partner,
         )
 
 
@@ -275,14 +270,23 @@ def learned_screen(semantic: SemanticModel | None, reader: ContradictionModel | 
     every = _fitted()
     fitted = every[screen_mode(semantic, reader)]
     features = tuple(fitted["features"])
-    heads: dict[str, Head] = {}
-    for name in CLASSES:
-        data = fitted["heads"][name]
-        if "with" in data:  # the partner is another mode's head of the same class, read with that mode's features
-            other = every[data["with"]]
-            data = data | {"with": other["heads"][name] | {"features": other["features"]}}
-        heads[name] = Head.from_fit(data, features)
+    heads = {
+        name: Head.from_fit(fitted["heads"][name], features, partner_head(every, fitted["heads"][name], name, features))
+        for name in CLASSES
+    }
     return LearnedScreen(heads, semantic, _examples() if semantic is not None else None, reader)
+
+
+def partner_head(every: dict[str, Any], data: dict[str, Any], name: str, features: tuple[str, ...]) -> Head | None:
+    """The head a fitted head is averaged with: the same class's head of the mode its ``with`` names, whose
+    features must be ``features`` less the reading (the screen gives it the columns before the reading)."""
+    if "with" not in data:
+        return None
+    other = every[data["with"]]
+    own = tuple(other["features"])
+    if own + READING_FEATURES != features:
+        raise ValueError(f"the {data['with']} mode's features are not this mode's less the reading: {list(own)}")
+    return Head.from_fit(other["heads"][name], own)
 
 
 def process_screen(semantic: SemanticModel | None, read: bool) -> LearnedScreen:
@@ -304,10 +308,7 @@ def fitted_summary() -> dict[str, Any]:
             "models": {
                 mode: {
                     name: {k: head.get(k) for k in chosen}
-                    | {
-                        "reads": READING_FEATURES[0] in head.get("features", fitted[mode]["features"]),
-                        "averaged": "with" in head,
-                    }
+                    | {"reads": READING_FEATURES[0] in fitted[mode]["features"], "averaged": "with" in head}
                     for name, head in fitted[mode]["heads"].items()
                 }
                 for mode in MODES
