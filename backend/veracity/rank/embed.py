@@ -49,6 +49,9 @@ _TOKENIZER_FILE = (
     f"embeddings/data/{MODEL_ID}/tokenizer.json",
     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 )
+MODEL_PIN = f"{MODEL_ID} model {_MODEL_FILE[2]} tokenizer {_TOKENIZER_FILE[2]}"
+"""The model's id and its pinned files' hashes: what vectors computed elsewhere must have been made by
+(``semantic.shipped``)."""
 
 Vectors = npt.NDArray[np.float32]
 

@@ -208,7 +208,8 @@ async def open_runtime(
             await ensure_bundled_corpora(sessionmaker=runtime.sessionmaker, chunk_chars=settings.corpus.chunk_chars)
             model = runtime.semantics.model if serve else None
             if settings.corpus.autoload_wiki and model is not None:
-                # Before serving, not at the first search: embedding the default corpus takes about a minute.
+                # Before serving, not at the first search (the default corpus's vectors ship with the package; a
+                # passage whose text changed is embedded here).
                 await ensure_vectors(sessionmaker=runtime.sessionmaker, model=model, corpus="wiki")
         if serve:
             service = runtime.service
