@@ -49,8 +49,9 @@ class ShippedVectors:
         return len(self.rows)
 
     def get(self, model: str, head: str) -> npt.NDArray[np.float16] | None:
-        """The shipped vector of ``head`` when ``model`` is the pinned one that made it, else None."""
-        row = self.rows.get(head_key(head)) if model == MODEL_ID and self.pin == MODEL_PIN else None
+        """The shipped vector of ``head`` when ``model`` is the pinned one that made it (``load`` keeps no file of
+        another pin), else None."""
+        row = self.rows.get(head_key(head)) if model == MODEL_ID else None
         return self.vectors[row] if row is not None else None
 
 
