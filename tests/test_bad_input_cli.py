@@ -416,14 +416,14 @@ def test_a_jsonl_file_is_stored_whole_or_not_at_all(
 
     from veracity.corpus import ingest as ingest_module
 
-    real = ingest_module.upsert_document
+    real = ingest_module.upsert_documents
 
-    async def fails_at_1500(*, session: Any, corpus: str, doc: Any, chunk_chars: int) -> str:
-        if doc.doc_id == "d1500":
+    async def fails_at_1500(*, session: Any, corpus: str, docs: Any, chunk_chars: int) -> list[str]:
+        if any(doc.doc_id == "d1500" for doc in docs):
             raise OperationalError("INSERT INTO documents ...", {}, Exception("disk I/O error"))
-        return await real(session=session, corpus=corpus, doc=doc, chunk_chars=chunk_chars)
+        return await real(session=session, corpus=corpus, docs=docs, chunk_chars=chunk_chars)
 
-    monkeypatch.setattr(ingest_module, "upsert_document", fails_at_1500)
+    monkeypatch.setattr(ingest_module, "upsert_documents", fails_at_1500)
     rows = [{"_id": f"d{i}", "text": f"Document number {i} is about tea."} for i in range(1, 2001)]
     (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     (tmp_path / "b.txt").write_text("Tea is an aromatic drink brewed from cured leaves.")

@@ -163,3 +163,61 @@ async def _search_docs(url: str, query: str) -> list[str]:
             return [h.doc_id for h in await corpus_repo.search_chunks(session=session, corpus="docs", query=query, k=5)]
     finally:
         await engine.dispose()
+
+
+def test_a_batch_stores_each_document_as_one_at_a_time_would(any_url: str) -> None:
+    """Documents are written a batch at a time: one added, one given twice with new text (the later replaces the
+    earlier), one given twice the same (unchanged the second time), and, ingested again, one changed and the rest
+    unchanged; the chunks and the search follow the stored text."""
+    from veracity.corpus.ingest import IngestReport, ingest_documents
+    from veracity.db.corpus_repo import DocumentIn
+
+    upgrade(any_url)
+
+    async def ingest(docs: list[DocumentIn]) -> dict[str, int]:
+        engine = make_engine(any_url)
+        try:
+            report = IngestReport()
+            await ingest_documents(
+                sessionmaker=make_sessionmaker(engine), corpus="small", docs=docs, chunk_chars=60, report=report
+            )
+            return {k: getattr(report, k) for k in ("added", "updated", "unchanged")}
+        finally:
+            await engine.dispose()
+
+    async def stored() -> dict[str, str]:
+        engine = make_engine(any_url)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                rows = await session.execute(
+                    corpus_repo.select(corpus_repo.Document.doc_id, corpus_repo.Chunk.text)
+                    .join(corpus_repo.Chunk, corpus_repo.Chunk.document_id == corpus_repo.Document.id)
+                    .order_by(corpus_repo.Document.doc_id, corpus_repo.Chunk.ord)
+                )
+                out: dict[str, str] = {}
+                for doc_id, text in rows.all():
+                    out[doc_id] = f"{out[doc_id]} {text}" if doc_id in out else text
+                return out
+        finally:
+            await engine.dispose()
+
+    tea = "Tea is grown in China and India. It is brewed from cured leaves. Green tea is not oxidised."
+    first = [
+        DocumentIn("tea", "Tea", tea),
+        DocumentIn("kettle", "Kettle", "The kettle boils water in four minutes."),
+        DocumentIn("coffee", "Coffee", "Coffee is grown in Brazil."),
+        DocumentIn("kettle", "Kettle", "The kettle boils water in three minutes and switches itself off."),
+        DocumentIn("coffee", "Coffee", "Coffee is grown in Brazil."),
+    ]
+    assert asyncio.run(ingest(first)) == {"added": 3, "updated": 1, "unchanged": 1}
+    texts = asyncio.run(stored())
+    assert texts == {
+        "coffee": "Coffee is grown in Brazil.",
+        "kettle": "The kettle boils water in three minutes and switches itself off.",
+        "tea": tea,
+    }
+    assert asyncio.run(_search(any_url, "switches itself off")) == ["kettle"]
+    second = [DocumentIn("tea", "Tea", tea), DocumentIn("coffee", "Coffee", "Coffee is grown in Vietnam.")]
+    assert asyncio.run(ingest(second)) == {"added": 0, "updated": 1, "unchanged": 1}
+    assert asyncio.run(stored())["coffee"] == "Coffee is grown in Vietnam."
+    assert asyncio.run(_search(any_url, "Vietnam")) == ["coffee"] and asyncio.run(_search(any_url, "Brazil")) == []

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from veracity import messages
 from veracity.corpus.readers import SUPPORTED, read_file
 from veracity.db.corpora_repo import ensure_corpus
-from veracity.db.corpus_repo import DocumentIn, upsert_document
+from veracity.db.corpus_repo import DocumentIn, upsert_documents
 from veracity.db.failures import public_error
 from veracity.db.models import DOC_ID_MAX
 from veracity.domain import WEB_SOURCE
@@ -209,8 +209,10 @@ async def ingest_documents(
         await ensure_corpus(session=session, name=corpus, user_id=owner)
 
         async def flush() -> None:
-            for doc in pending:
-                counted.count(await upsert_document(session=session, corpus=corpus, doc=doc, chunk_chars=chunk_chars))
+            for outcome in await upsert_documents(
+                session=session, corpus=corpus, docs=pending, chunk_chars=chunk_chars
+            ):
+                counted.count(outcome)
             session.expunge_all()
             if progress:
                 progress(len(pending))
