@@ -762,3 +762,81 @@ def test_runs_judge_with_the_cross_encoder_unless_the_settings_say_not(monkeypat
     assert run_context.judgement_reader(semantics, Settings(semantic={"read_judgement": True})) is own
     assert own.reading_wanted
     assert run_context.judgement_reader(Semantics(None, "off"), Settings()) is None
+
+
+def test_a_direct_answer_section_takes_the_runs_most_relevant_sentences_whatever_their_description_fits():
+    """The description cosine put the Pulitzer sentence in Answer and the one naming the author in Supporting
+    detail; the Answer section (``answers: 2``) takes the two most relevant sentences first, out of Supporting
+    detail, and keeps what its description fits after them."""
+    from veracity.synthesis import take_answers
+
+    spec = SpecRegistry.load().get("answer")
+    assert spec.section("answer").answers == 2 and spec.section("details").answers == 0
+    title = "To Kill a Mockingbird"
+    evidence = [
+        _ev("pulitzer", "To Kill a Mockingbird won the Pulitzer Prize a year after its release.", title, 0.86),
+        _ev(
+            "author",
+            "To Kill a Mockingbird is a 1960 Southern Gothic novel by American author Harper Lee.",
+            title,
+            0.89,
+        ),
+        _ev("read", "It became instantly successful after its release.", title, 0.87),
+        _ev("plot", "The plot is loosely based on Lee's observations of her family.", title, 0.85),
+    ]
+    routed = {"answer": ["pulitzer"], "details": ["author", "read", "plot"]}
+    sections, taken = take_answers(spec, routed, evidence)
+    assert taken == {"answer": ["author", "read"]}
+    assert sections == {"answer": ["author", "read", "pulitzer"], "details": ["plot"]}
+    claims = pick_claims(
+        ComposeRequest(
+            spec=spec,
+            question="Who wrote To Kill a Mockingbird?",
+            evidence=evidence,
+            section_evidence=sections,
+            attempt=1,
+            per_section=5,
+            semantic=None,
+            violations=[],
+        )
+    )
+    assert claims["answer"][0].text == evidence[1].quote
+    # A template without a direct-answer section routes as its descriptions say.
+    brief = SpecRegistry.load().get("market_brief")
+    assert take_answers(brief, {"key_findings": ["plot"]}, evidence) == ({"key_findings": ["plot"]}, {})
+    # Nothing to take: nothing moves.
+    assert take_answers(spec, {"answer": [], "details": []}, []) == ({"answer": [], "details": []}, {})
+
+
+def test_a_summary_section_cannot_be_a_direct_answer():
+    from pydantic import ValidationError
+
+    raw = SpecRegistry.load().get("market_brief").model_dump()
+    for section in raw["sections"]:
+        if section["summary"]:
+            section["answers"] = 1
+    with pytest.raises(ValidationError, match="take no evidence, so cannot set answers"):
+        type(SpecRegistry.load().get("market_brief")).model_validate(raw)
+
+
+def test_sentences_of_equal_relevance_read_in_their_sources_order():
+    """A sentence opening with a pronoun lifts the one before it to its own relevance (``with_antecedents``): the
+    two tie, and the one naming what "It" stands for comes first, as in the source."""
+    spec = SpecRegistry.load().get("answer")
+    title = "Mount Everest"
+    it = _ev("it", "It lies in the Mahalangur Himal sub-range of the Himalayas.", title, 0.66)
+    named = _ev("named", "Mount Everest is the highest mountain on Earth above sea level.", title, 0.66)
+    it = it.model_copy(update={"start": 70, "end": 70 + len(it.quote)})
+    claims = pick_claims(
+        ComposeRequest(
+            spec=spec,
+            question="How tall is Mount Everest?",
+            evidence=[it, named],
+            section_evidence={"answer": ["it", "named"], "details": []},
+            attempt=1,
+            per_section=5,
+            semantic=None,
+            violations=[],
+        )
+    )
+    assert [c.text for c in claims["answer"]] == [named.quote, it.quote]

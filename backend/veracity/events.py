@@ -206,6 +206,8 @@ class SynthesizeMergeComplete(Event):
     sections: dict[str, int] = Field(default_factory=dict)
     """Evidence routed to each section."""
     backfilled: list[str] = Field(default_factory=list)
+    answers: dict[str, list[str]] = Field(default_factory=dict)
+    """Per direct-answer section (a template's ``answers``), the most relevant evidence it took, best first."""
 
 
 class SelfCheckComplete(Event):

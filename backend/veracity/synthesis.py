@@ -93,6 +93,34 @@ def route_shard(
     return shard, (len(orphans) if len(targets) > 1 else 0)
 
 
+def take_answers(
+    spec: Spec, sections: dict[str, list[str]], evidence: list[Evidence]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each section that is a direct answer (``answers`` > 0, in template order) takes the run's most relevant
+    sentences not yet taken, out of whichever section their description put them in: a description such as "who,
+    when, where" fits a definition as well as the sentence that names who, and only the relevance model read the
+    question itself ("Who wrote To Kill a Mockingbird?": the sentence naming Harper Lee, not the Pulitzer Prize).
+    Ties keep the evidence's order. Returns (sections, taken: section id → evidence ids)."""
+    taken: dict[str, list[str]] = {}
+
+    def relevance(ev: Evidence) -> float:
+        return ev.relevance if ev.relevance is not None else ev.score
+
+    ranked = [ev.id for ev in sorted(evidence, key=lambda ev: -relevance(ev))]
+    for section in spec.evidence_sections:
+        if not section.answers:
+            continue
+        given = {eid for ids in taken.values() for eid in ids}
+        picks = [eid for eid in ranked if eid not in given][: section.answers]
+        if not picks:
+            continue
+        taken[section.id] = picks
+        moved = set(picks)
+        sections = {sid: [eid for eid in ids if eid not in moved] for sid, ids in sections.items()}
+        sections[section.id] = picks + sections.get(section.id, [])
+    return sections, taken
+
+
 def backfill(
     spec: Spec, sections: dict[str, list[str]], evidence: list[Evidence], fit: SectionFit
 ) -> tuple[dict[str, list[str]], list[str]]:

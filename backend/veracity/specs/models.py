@@ -30,6 +30,13 @@ class SectionSpec(Strict):
     required: bool = False
     min_evidence: int = Field(default=1, ge=0, le=50)
     summary: bool = Field(default=False, description="Written after, and only from, the claims of the other sections.")
+    answers: int = Field(
+        default=0,
+        ge=0,
+        le=10,
+        description="A direct answer: the section takes the run's N most relevant sentences first, whatever section "
+        "their description fits.",
+    )
     keywords: list[str] = Field(default_factory=list, description="Routing words for evidence → section.")
     query_hint: str = Field(
         default="{question}", description="How the heuristic planner phrases this section's sub-question."
@@ -310,6 +317,8 @@ class Spec(Strict):
             raise ValueError(f"duplicate section ids in spec {self.id}")
         if all(s.summary for s in self.sections):
             raise ValueError("a spec needs at least one section that is not a summary")
+        if bad := [s.id for s in self.sections if s.summary and s.answers]:
+            raise ValueError(f"summary section(s) {', '.join(bad)} take no evidence, so cannot set answers")
         return self
 
     def section(self, section_id: str) -> SectionSpec:

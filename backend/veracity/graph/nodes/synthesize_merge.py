@@ -1,4 +1,5 @@
-"""``synthesize_merge``: collapse shards into per-section evidence, dedupe, backfill empty required sections."""
+"""``synthesize_merge``: collapse shards into per-section evidence, dedupe, give a direct-answer section the run's
+most relevant sentences, backfill empty required sections."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from langgraph.runtime import Runtime
 from veracity.events import SynthesizeMergeComplete
 from veracity.graph.context import Context
 from veracity.graph.state import RunState
-from veracity.synthesis import SectionFit, backfill
+from veracity.synthesis import SectionFit, backfill, take_answers
 
 
 async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -23,9 +24,12 @@ async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[s
             sections.setdefault(sid, []).extend(ids)
     # An evidence id lands once per section, best-scored first.
     sections = {sid: sorted(set(ids), key=lambda i: rank.get(i, len(rank))) for sid, ids in sections.items()}
+    sections, answers = take_answers(spec, sections, evidence)
     fit = SectionFit(runtime.context.semantic, runtime.context.about(state["question"]))
     sections, filled = await asyncio.to_thread(backfill, spec, sections, evidence, fit)
     await runtime.context.emit(
-        SynthesizeMergeComplete(sections={sid: len(ids) for sid, ids in sections.items()}, backfilled=filled)
+        SynthesizeMergeComplete(
+            sections={sid: len(ids) for sid, ids in sections.items()}, backfilled=filled, answers=answers
+        )
     )
     return {"section_evidence": sections}
