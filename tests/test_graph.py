@@ -11,7 +11,8 @@ import pytest
 from veracity.compose.extractive import pick_claims
 from veracity.domain import Claim, Evidence, SectionDraft, SourceRef, Subtask, Violation
 from veracity.events import PIPELINE_EVENTS, Event
-from veracity.graph.builder import NODE_ORDER, build_graph
+from veracity.graph import NODE_ORDER
+from veracity.graph.builder import build_graph
 from veracity.graph.context import Context, RetrievalCoordinator
 from veracity.graph.fanout import fan_out_retrieve, fan_out_synthesize
 from veracity.graph.nodes.plan import ensure_core_sections, heuristic_plan

@@ -22,18 +22,6 @@ from veracity.graph.nodes.synthesize_merge import synthesize_merge
 from veracity.graph.nodes.verify import verify
 from veracity.graph.state import GraphOutput, RunInput, RunState
 
-NODE_ORDER = (
-    "route",
-    "plan",
-    "retrieve",
-    "retrieve_merge",
-    "synthesize",
-    "synthesize_merge",
-    "compose",
-    "verify",
-    "decide",
-)
-
 
 def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The research graph; with ``checkpointer``, every completed super-step is saved under the run's ID (its

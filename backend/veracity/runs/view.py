@@ -13,7 +13,7 @@ from veracity.events import (
     SourceUse,
     Usage,
 )
-from veracity.graph.builder import NODE_ORDER
+from veracity.graph import NODE_ORDER
 
 STATUS_RANK = {"pending": 0, "skipped": 1, "running": 2, "revise": 3, "done": 4, "failed": 5}
 NODES = NODE_ORDER
