@@ -271,15 +271,6 @@ def test_grade_catches_a_missing_answer_an_off_topic_claim_and_a_wrong_status() 
     ]
 
 
-def test_eval_cases_of_the_relevance_work_pass(tmp_path: Path) -> None:
-    """answer, market_brief and investment_memo on the bundled sample corpora: the answer ships, the homonym does not,
-    a question the corpus cannot answer falls back."""
-    for spec_id in ("answer", "market_brief", "investment_memo"):
-        cases = yaml.safe_load((BUNDLED / f"{spec_id}.yaml").read_text(encoding="utf-8"))["eval_cases"]
-        out = run(["eval", "--spec", spec_id], tmp_path / f"{spec_id}.db")
-        assert out.returncode == 0 and f"{len(cases)}/{len(cases)} cases pass" in out.stdout, out.stdout + out.stderr
-
-
 def test_grade_catches_an_escalation_that_searched() -> None:
     case = EvalCase(id="personal", question="Can I sue my landlord?", expect_outcome="escalated")
     kwargs = {"spec": SUPPORT, "outcome": "escalated", "report": None, "audit": [], "composer_calls": 0}
