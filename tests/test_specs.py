@@ -77,3 +77,33 @@ def test_spec_registry_refuses_duplicate_ids_across_folders(tmp_path: Path) -> N
     (tmp_path / "b" / "demo.yaml").write_text(VALID.format(id="demo"))
     with pytest.raises(SpecError, match="defined twice"):
         SpecRegistry.load(tmp_path / "a", tmp_path / "b")
+
+
+def test_a_template_file_is_read_once_while_it_stays_the_same_and_again_once_it_changes(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "demo.yaml"
+    path.write_text(VALID.format(id="demo"))
+    first = load_spec_file(path)
+    assert load_spec_file(path) is first  # the same file: not parsed nor validated again
+    path.write_text(VALID.format(id="demo").replace("title: T\n", "title: U\n"))  # the same size
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a coarse clock still sees a change
+    changed = load_spec_file(path)
+    assert changed is not first and changed.title == "U"
+    path.write_text("id: [unclosed\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec_file(path)  # a broken edit is refused, not masked by the earlier read
+
+
+def test_page_templates_compiled_once_are_compiled_again_when_their_source_changes(tmp_path: Path) -> None:
+    from jinja2 import Environment, FileSystemLoader
+
+    from veracity.web.app import COMPILED_PAGES
+
+    (tmp_path / "page.html").write_text("<p>{{ name }}</p>")
+    one = Environment(loader=FileSystemLoader(tmp_path), bytecode_cache=COMPILED_PAGES)
+    assert one.get_template("page.html").render(name="a") == "<p>a</p>"
+    (tmp_path / "page.html").write_text("<h1>{{ name }}</h1>")
+    other = Environment(loader=FileSystemLoader(tmp_path), bytecode_cache=COMPILED_PAGES)
+    assert other.get_template("page.html").render(name="a") == "<h1>a</h1>"

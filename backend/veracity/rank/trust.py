@@ -7,9 +7,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from veracity.errors import BadInput
+from veracity.inputs import read_yaml
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class DomainTrust:
 
 
 def _read(text: str, origin: str) -> dict[str, object]:
-    data = yaml.safe_load(text) or {}
+    data = read_yaml(text) or {}
     if not isinstance(data, dict) or not isinstance(data.get("domains", {}), dict):
         raise BadInput(f"domain trust file {origin} must be a mapping with a `domains` mapping")
     for host, value in data.get("domains", {}).items():

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from veracity.inputs import read_yaml
 from veracity.specs.models import Policy, PolicyPack
 
 PACKS = Path(__file__).parent / "packs"
@@ -24,7 +25,7 @@ def load_packs(folder: Path = PACKS) -> dict[str, PolicyPack]:
     packs: dict[str, PolicyPack] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:
-            pack = PolicyPack.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+            pack = PolicyPack.model_validate(read_yaml(path.read_text(encoding="utf-8")))
         except (yaml.YAMLError, ValidationError) as exc:
             raise PackError(f"{path}: {exc}") from exc
         if pack.id != path.stem:
