@@ -840,3 +840,46 @@ def test_sentences_of_equal_relevance_read_in_their_sources_order():
         )
     )
     assert [c.text for c in claims["answer"]] == [named.quote, it.quote]
+
+
+def test_a_direct_answer_leaves_a_required_section_its_minimum_and_backfill_never_takes_it_back(model):
+    """A template whose required Findings would be emptied: the Answer passes over Findings' only sentence and
+    takes the next; a required section left empty by the merge is backfilled with a sentence the Answer did not
+    take."""
+    from veracity.specs.models import Spec
+    from veracity.synthesis import backfill, take_answers
+
+    raw = SpecRegistry.load().get("answer").model_dump()
+    raw["sections"][1].update(required=True, min_evidence=1)  # Supporting detail, required here
+    spec = Spec.model_validate(raw)
+    evidence = [
+        _ev("best", "Harper Lee wrote To Kill a Mockingbird, published in 1960.", "To Kill a Mockingbird", 0.9),
+        _ev("next", "The novel won the Pulitzer Prize in 1961.", "To Kill a Mockingbird", 0.8),
+        _ev("last", "It is set in the fictional town of Maycomb, Alabama.", "To Kill a Mockingbird", 0.7),
+    ]
+    sections, taken = take_answers(spec, {"answer": ["last"], "details": ["best", "next"]}, evidence)
+    # "next" (0.8) is Supporting detail's last sentence once "best" has gone: it stays, and "last" (0.7) is taken.
+    assert taken == {"answer": ["best", "last"]}
+    assert sections == {"answer": ["best", "last"], "details": ["next"]}
+    # Backfill: Supporting detail is empty and the background sentence fits it best, but the Answer took it.
+    history = _ev(
+        "history",
+        "The novel's background is the history of the Great Depression, with examples from her childhood.",
+        "To Kill a Mockingbird",
+        0.8,
+    )
+    pool = [evidence[0], history, evidence[2]]
+    fit = SectionFit(model, "Who wrote To Kill a Mockingbird?")
+    assert backfill(spec, {"answer": ["best", "history"], "details": []}, pool, fit)[0]["details"] == ["history"]
+    filled, which = backfill(spec, {"answer": ["best", "history"], "details": []}, pool, fit, {"best", "history"})
+    assert which == ["details"] and filled["details"] == ["last"]
+
+
+def test_sentences_of_equal_relevance_from_two_sources_keep_the_order_the_sources_were_found_in():
+    from veracity.synthesis import reading_order
+
+    found_first = _ev("b1", "Zinc is a chemical element.", "Zinc", 0.5)
+    found_second = _ev("a1", "Aluminium is a chemical element.", "Aluminium", 0.5)
+    more = _ev("a0", "Aluminium is light.", "Aluminium", 0.9)
+    evidence = [found_first, found_second, more]
+    assert [ev.id for ev in sorted(reversed(evidence), key=reading_order(evidence))] == ["a0", "b1", "a1"]

@@ -186,20 +186,23 @@ def test_a_batch_stores_each_document_as_one_at_a_time_would(any_url: str) -> No
             await engine.dispose()
 
     async def stored() -> dict[str, str]:
+        """Each document's text, checked against its chunks: numbered in order, each at the offsets chunking the
+        stored text gives, holding that span."""
         engine = make_engine(any_url)
+        Document, Chunk = corpus_repo.Document, corpus_repo.Chunk
         try:
             async with make_sessionmaker(engine)() as session:
-                rows = await session.execute(
-                    corpus_repo.select(corpus_repo.Document.doc_id, corpus_repo.Chunk.text)
-                    .join(corpus_repo.Chunk, corpus_repo.Chunk.document_id == corpus_repo.Document.id)
-                    .order_by(corpus_repo.Document.doc_id, corpus_repo.Chunk.ord)
-                )
-                out: dict[str, str] = {}
-                for doc_id, text in rows.all():
-                    out[doc_id] = f"{out[doc_id]} {text}" if doc_id in out else text
-                return out
+                docs = {d.doc_id: d for d in await session.scalars(corpus_repo.select(Document))}
+                chunks = (await session.scalars(corpus_repo.select(Chunk).order_by(Chunk.document_id, Chunk.ord))).all()
         finally:
             await engine.dispose()
+        for doc in docs.values():
+            mine = [(c.ord, c.start, c.end, c.text) for c in chunks if c.document_id == doc.id]
+            spans = corpus_repo.chunk_spans(doc.text, 60)
+            assert doc.doc_id != "tea" or len(spans) > 1  # a document of several chunks is among them
+            assert mine == [(i, s, e, doc.text[s:e]) for i, (s, e) in enumerate(spans)]
+        assert {c.document_id for c in chunks} == {d.id for d in docs.values()}  # no chunk of a replaced text left
+        return {doc_id: d.text for doc_id, d in docs.items()}
 
     tea = "Tea is grown in China and India. It is brewed from cured leaves. Green tea is not oxidised."
     first = [

@@ -10,6 +10,7 @@ the keyword route decides and orphans go round-robin, as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,39 +94,65 @@ def route_shard(
     return shard, (len(orphans) if len(targets) > 1 else 0)
 
 
+def reading_order(evidence: Sequence[Evidence]) -> Callable[[Evidence], tuple[float, int, int]]:
+    """A sort key for ``evidence``'s sentences: the most relevant first; equal relevance in reading order (the
+    source met first in ``evidence`` first, then by place in its source), so a sentence lifted to its pronoun's
+    relevance (``with_antecedents``), the one naming what "It" stands for, comes just before it."""
+    first: dict[str, int] = {}
+    for i, ev in enumerate(evidence):
+        first.setdefault(ev.source.doc_id, i)
+
+    def key(ev: Evidence) -> tuple[float, int, int]:
+        relevance = ev.relevance if ev.relevance is not None else ev.score
+        return (-relevance, first.get(ev.source.doc_id, len(evidence)), ev.start)
+
+    return key
+
+
 def take_answers(
     spec: Spec, sections: dict[str, list[str]], evidence: list[Evidence]
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Each section that is a direct answer (``answers`` > 0, in template order) takes the run's most relevant
-    sentences not yet taken, out of whichever section their description put them in: a description such as "who,
-    when, where" fits a definition as well as the sentence that names who, and only the relevance model read the
-    question itself ("Who wrote To Kill a Mockingbird?": the sentence naming Harper Lee, not the Pulitzer Prize).
-    Ties keep the evidence's order. Returns (sections, taken: section id → evidence ids)."""
+    sentences not yet taken (``reading_order``), out of whichever section their description put them in: a
+    description such as "who, when, where" fits a definition as well as the sentence that names who, and only the
+    relevance model read the question itself ("Who wrote To Kill a Mockingbird?": the sentence naming Harper Lee,
+    not the Pulitzer Prize). A required section keeps its ``min_evidence`` (at least one): a sentence that would
+    leave it short stays and the next is taken. Returns (sections, taken: section id → evidence ids)."""
+    sections = {sid: list(ids) for sid, ids in sections.items()}
+    keeps = {s.id: max(1, s.min_evidence) for s in spec.evidence_sections if s.required}
     taken: dict[str, list[str]] = {}
-
-    def relevance(ev: Evidence) -> float:
-        return ev.relevance if ev.relevance is not None else ev.score
-
-    ranked = [ev.id for ev in sorted(evidence, key=lambda ev: -relevance(ev))]
+    ranked = [ev.id for ev in sorted(evidence, key=reading_order(evidence))]
     for section in spec.evidence_sections:
         if not section.answers:
             continue
         given = {eid for ids in taken.values() for eid in ids}
-        picks = [eid for eid in ranked if eid not in given][: section.answers]
-        if not picks:
-            continue
-        taken[section.id] = picks
-        moved = set(picks)
-        sections = {sid: [eid for eid in ids if eid not in moved] for sid, ids in sections.items()}
-        sections[section.id] = picks + sections.get(section.id, [])
+        picks: list[str] = []
+        for eid in ranked:
+            if len(picks) == section.answers:
+                break
+            homes = [sid for sid, ids in sections.items() if sid != section.id and eid in ids]
+            if eid in given or any(sid in keeps and len(sections[sid]) <= keeps[sid] for sid in homes):
+                continue
+            picks.append(eid)
+            for sid in homes:
+                sections[sid].remove(eid)
+        if picks:
+            taken[section.id] = picks
+            sections[section.id] = picks + [eid for eid in sections.get(section.id, []) if eid not in picks]
     return sections, taken
 
 
 def backfill(
-    spec: Spec, sections: dict[str, list[str]], evidence: list[Evidence], fit: SectionFit
+    spec: Spec,
+    sections: dict[str, list[str]],
+    evidence: list[Evidence],
+    fit: SectionFit,
+    taken: Collection[str] = (),
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Fill required evidence sections left empty after the merge with the evidence that fits them best (the
-    same score as assignment; the keyword route and evidence score break ties). Returns (sections, filled)."""
+    same score as assignment; the keyword route and evidence score break ties), never a sentence a direct answer
+    took (``taken``: it would be dropped there as the answer's duplicate). Returns (sections, filled)."""
+    evidence = [ev for ev in evidence if ev.id not in set(taken)]
     filled: list[str] = []
     for section in spec.evidence_sections:
         if not section.required or section.min_evidence == 0 or sections.get(section.id):

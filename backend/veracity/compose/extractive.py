@@ -19,6 +19,7 @@ from veracity.ports import ComposeRequest
 from veracity.semantic.relevance import lexical_share
 from veracity.semantic.select import Similarity, paragraphs, summary_pick
 from veracity.specs.models import Spec
+from veracity.synthesis import reading_order
 from veracity.text import content_terms, index_stems
 
 SUMMARY_CLAIMS = 3
@@ -31,12 +32,7 @@ def pick_claims(request: ComposeRequest) -> dict[str, list[Claim]]:
     spec = request.spec
     by_id = {ev.id: ev for ev in request.evidence}
     relevance = {ev.id: ev.relevance if ev.relevance is not None else ev.score for ev in request.evidence}
-
-    def _place(eid: str) -> tuple[str, int]:
-        """Where a sentence stands in its source: equal relevance reads in the source's order (a sentence the
-        relevance lifted to its pronoun's, the one naming what "It" stands for, before it)."""
-        ev = by_id.get(eid)
-        return (ev.source.doc_id, ev.start) if ev else ("", 0)
+    order = reading_order(request.evidence)
 
     similar = Similarity(request.semantic, request.evidence)
     rejected = {(v.section_id, v.claim) for v in request.violations if v.claim}
@@ -48,7 +44,9 @@ def pick_claims(request: ComposeRequest) -> dict[str, list[Claim]]:
     per_section = request.per_section * (2 if any(v.check == "too_short" for v in request.violations) else 1)
     for section in spec.evidence_sections:
         claims: list[Claim] = []
-        ids = sorted(request.section_evidence.get(section.id, []), key=lambda i: (-relevance.get(i, 0.0), *_place(i)))
+        ids = sorted(
+            (i for i in request.section_evidence.get(section.id, []) if i in by_id), key=lambda i: order(by_id[i])
+        )
         for eid in ids:
             ev = by_id.get(eid)
             if ev is None or (section.id, ev.quote) in rejected or ev.quote in rejected_anywhere:

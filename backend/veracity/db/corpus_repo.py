@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from veracity.db.models import Chunk, Document
 from veracity.text import query_terms, sentence_spans, sha256_hex
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,22 @@ async def upsert_documents(
     return outcomes
 
 
+IN_LIST = 500
+"""Values bound in one ``IN (...)``: below the 999 variables an SQLite older than 3.32 allows a statement."""
+
+
+def _slices(values: list[T]) -> list[list[T]]:
+    return [values[i : i + IN_LIST] for i in range(0, len(values), IN_LIST)]
+
+
 async def _upsert_distinct(
     session: AsyncSession, corpus: str, docs: Sequence[DocumentIn], chunk_chars: int
 ) -> list[str]:
     """``upsert_documents`` of documents whose doc_ids are all different."""
-    found = await session.scalars(
-        select(Document).where(Document.corpus == corpus, Document.doc_id.in_([d.doc_id for d in docs]))
-    )
-    existing = {d.doc_id: d for d in found}
+    existing: dict[str, Document] = {}
+    for part in _slices([d.doc_id for d in docs]):
+        found = await session.scalars(select(Document).where(Document.corpus == corpus, Document.doc_id.in_(part)))
+        existing.update((d.doc_id, d) for d in found)
     outcomes: list[str] = []
     stale: list[int] = []
     written: list[tuple[Document, DocumentIn]] = []
@@ -112,8 +123,8 @@ async def _upsert_distinct(
             session.add(document)
             outcomes.append("added")
         written.append((document, doc))
-    if stale:
-        await session.execute(delete(Chunk).where(Chunk.document_id.in_(stale)))
+    for ids in _slices(stale):
+        await session.execute(delete(Chunk).where(Chunk.document_id.in_(ids)))
     await session.flush()  # the new documents' ids
     rows = [
         {

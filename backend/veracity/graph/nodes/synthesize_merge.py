@@ -26,7 +26,8 @@ async def synthesize_merge(state: RunState, runtime: Runtime[Context]) -> dict[s
     sections = {sid: sorted(set(ids), key=lambda i: rank.get(i, len(rank))) for sid, ids in sections.items()}
     sections, answers = take_answers(spec, sections, evidence)
     fit = SectionFit(runtime.context.semantic, runtime.context.about(state["question"]))
-    sections, filled = await asyncio.to_thread(backfill, spec, sections, evidence, fit)
+    taken = {eid for ids in answers.values() for eid in ids}
+    sections, filled = await asyncio.to_thread(backfill, spec, sections, evidence, fit, taken)
     await runtime.context.emit(
         SynthesizeMergeComplete(
             sections={sid: len(ids) for sid, ids in sections.items()}, backfilled=filled, answers=answers
