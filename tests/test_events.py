@@ -163,3 +163,13 @@ def test_decoding_ignores_keys_a_later_version_added_at_any_depth() -> None:
     assert isinstance(decoded, ev.RetrieveMapProgress) and decoded.sources == [SOURCE]
     with pytest.raises(ValidationError):  # building one is still strict, nested rows included
         ev.OpenedSource(**row)
+
+
+def test_the_merge_row_says_what_a_direct_answer_took_and_an_old_payload_without_it_still_reads() -> None:
+    took = ev.SynthesizeMergeComplete(sections={"answer": 3, "details": 1}, answers={"answer": ["e1", "e2"]})
+    assert describe(RunView(run_id="r"), took).summary == (
+        "evidence per section — answer: 3, details: 1; answer took the 2 most relevant"
+    )
+    old = ev.decode("synthesize_merge_complete", {"sections": {"key_findings": 2}, "backfilled": []})
+    assert old == ev.SynthesizeMergeComplete(sections={"key_findings": 2}) and old.answers == {}
+    assert describe(RunView(run_id="r"), old).summary == "evidence per section — key_findings: 2"

@@ -144,8 +144,11 @@ def describe(view: RunView, event: Event | Unrecognised) -> Line:
             )
         case SynthesizeMergeComplete():
             routed = ", ".join(f"{k}: {v}" for k, v in event.sections.items())
+            took = "".join(f"; {sid} took the {len(ids)} most relevant" for sid, ids in event.answers.items() if ids)
             return Line(
-                f"evidence per section — {routed or 'none routed'}", "info", [("backfilled", len(event.backfilled))]
+                f"evidence per section — {routed or 'none routed'}{took}",
+                "info",
+                [("backfilled", len(event.backfilled))],
             )
         case DraftComposed():
             fields = [("attempt", event.attempt), ("claims", event.claims)]
