@@ -101,9 +101,16 @@ async def load_docs(url: str, corpus: str, docs: list[DocumentIn]) -> None:
 async def service_with_docs(url: str, corpus: str, docs: list[DocumentIn]) -> AsyncIterator[tuple[Any, Any]]:
     """A run service built as ``serve`` builds it, over a database holding ``docs`` in ``corpus``; yields the
     service and its sessionmaker."""
+    await load_docs(url, corpus, docs)
+    async with service_on(url) as built:
+        yield built
+
+
+@asynccontextmanager
+async def service_on(url: str) -> AsyncIterator[tuple[Any, Any]]:
+    """A run service built as ``serve`` builds it, over the database at ``url``; yields it and its sessionmaker."""
     from veracity.runs.service import RunService
 
-    await load_docs(url, corpus, docs)
     engine = make_engine(url)
     sessionmaker = make_sessionmaker(engine)
     try:

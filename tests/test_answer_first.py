@@ -8,20 +8,15 @@ from typing import Any
 
 import pytest
 
-from conftest import make_settings
+from conftest import service_on
 from veracity.db import runs_repo
-from veracity.db.engine import make_engine, make_sessionmaker
 from veracity.runs.service import RunService
 
 
 @pytest.fixture
 async def service(wiki_db_url: str) -> AsyncIterator[tuple[RunService, Any]]:
-    engine = make_engine(wiki_db_url)
-    sessionmaker = make_sessionmaker(engine)
-    try:
-        yield RunService.from_settings(make_settings(wiki_db_url), sessionmaker), sessionmaker
-    finally:
-        await engine.dispose()
+    async with service_on(wiki_db_url) as built:
+        yield built
 
 
 async def _ask(service: tuple[RunService, Any], question: str) -> tuple[dict[str, list[str]], dict[str, Any]]:

@@ -131,7 +131,7 @@ def test_the_build_writes_a_whole_readable_file_that_reads_back(tmp_path: Path) 
             doc_id="b", title="Tea", text=" ".join(f"Tea garden {i} picks its leaves by hand." for i in range(60))
         ),
     ]
-    heads = asyncio.run(passage_heads(docs))
+    heads = passage_heads(docs)
     assert len(heads) == 3 and heads[0].startswith("Zephyr pumps")
     out = tmp_path / "vectors.npz"
     assert build(heads + heads[:1], model, out) == 3  # a repeated head is written once

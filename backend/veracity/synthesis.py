@@ -152,7 +152,8 @@ def backfill(
     """Fill required evidence sections left empty after the merge with the evidence that fits them best (the
     same score as assignment; the keyword route and evidence score break ties), never a sentence a direct answer
     took (``taken``: it would be dropped there as the answer's duplicate). Returns (sections, filled)."""
-    evidence = [ev for ev in evidence if ev.id not in set(taken)]
+    skip = set(taken)
+    evidence = [ev for ev in evidence if ev.id not in skip]
     filled: list[str] = []
     for section in spec.evidence_sections:
         if not section.required or section.min_evidence == 0 or sections.get(section.id):

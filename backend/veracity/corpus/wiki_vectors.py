@@ -1,15 +1,14 @@
 """``make wiki-vectors`` (``python -m veracity.corpus.wiki_vectors [--out PATH]``): build the shipped vectors of
 ``semantic.shipped`` from the wiki text itself, never from a database a user filled nor from the file being
-replaced: the default corpus's documents are chunked as ``make corpus`` chunks them at the default
-``VERACITY_CORPUS__CHUNK_CHARS`` into a temporary database, every passage head is embedded by the pinned model, and
-the file is written whole (a temporary file renamed over it). Run it after the model's pin or the wiki package
-changes; ``tests/test_shipped_vectors.py`` fails until then. Each refresh adds about 7 MB to the repository's history.
+replaced: the default corpus's documents are chunked as ``make corpus`` chunks them (``corpus_repo.chunk_spans`` at
+the default ``VERACITY_CORPUS__CHUNK_CHARS``), every passage head is embedded by the pinned model, and the file is
+written whole (a temporary file renamed over it). Run it after the model's pin or the wiki package changes;
+``tests/test_shipped_vectors.py`` fails until then. Each refresh adds about 7 MB to the repository's history.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import tempfile
@@ -18,12 +17,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from veracity.corpus.ingest import IngestReport, ingest_documents
-from veracity.corpus.wiki import CORPUS, load_documents
-from veracity.db.corpus_repo import DocumentIn
-from veracity.db.engine import make_engine, make_sessionmaker
-from veracity.db.migrate import upgrade
-from veracity.db.vectors_repo import chunks_without_vectors
+from veracity.corpus.wiki import load_documents
+from veracity.db.corpus_repo import DocumentIn, chunk_spans
 from veracity.rank.embed import MODEL_PIN
 from veracity.semantic import shipped
 from veracity.semantic.model import SemanticModel, head_text, process_semantics
@@ -34,22 +29,11 @@ DEFAULT_OUT = Path(shipped.__file__).parent / "data" / FILE
 CHUNK_CHARS = CorpusSettings.model_fields["chunk_chars"].default
 
 
-async def passage_heads(docs: list[DocumentIn], chunk_chars: int = CHUNK_CHARS) -> list[str]:
-    """The head of each passage ``docs`` are chunked into, as ingest chunks them."""
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite+aiosqlite:///{Path(folder) / 'build.db'}"
-        await asyncio.to_thread(upgrade, url)
-        engine = make_engine(url)
-        try:
-            sessionmaker = make_sessionmaker(engine)
-            await ingest_documents(
-                sessionmaker=sessionmaker, corpus=CORPUS, docs=docs, chunk_chars=chunk_chars, report=IngestReport()
-            )
-            async with sessionmaker() as session:
-                rows = await chunks_without_vectors(session=session, corpus=CORPUS, model="", limit=10**9)
-        finally:
-            await engine.dispose()
-    return [head_text(title, text) for _, title, text in rows]
+def passage_heads(docs: list[DocumentIn], chunk_chars: int = CHUNK_CHARS) -> list[str]:
+    """The head of each passage ``docs`` are chunked into, as ingest chunks and stores them (``chunk_spans``; a
+    doc_id given twice stored once, the later)."""
+    stored = {doc.doc_id: doc for doc in docs}.values()
+    return [head_text(d.title, d.text[s:e]) for d in stored for s, e in chunk_spans(d.text, chunk_chars)]
 
 
 def build(heads: list[str], model: SemanticModel, out: Path) -> int:
@@ -74,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if semantics.model is None:
         print(f"the semantic model is not available: {semantics.reason}", file=sys.stderr)
         return 1
-    heads = asyncio.run(passage_heads(load_documents()))
+    heads = passage_heads(load_documents())
     written = build(heads, semantics.model, args.out)
     print(f"wrote {written} passage vectors ({MODEL_PIN}) to {args.out} ({args.out.stat().st_size:,} bytes)")
     return 0
